@@ -1,0 +1,106 @@
+"""pytest-ldd: calibrated metrics for pytest.
+
+A metric starts *advisory*; once its predictions have matched its observations
+(n >= 5, MAE <= 0.15 by default) it becomes *load-bearing* and its gates fail
+tests.  Names are imported lazily so that loading the pytest plugin stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pytest_ldd.agents import Cost, Episode
+    from pytest_ldd.compose import maximum, minimum, weighted_sum
+    from pytest_ldd.estimator import (
+        BayesianSynthesisEstimator,
+        MeanHistoryEstimator,
+        Prediction,
+    )
+    from pytest_ldd.loss import Loss, Signal, VectorLoss
+    from pytest_ldd.metric import MetricSpec, bounded_rate, positive_count, signed_delta
+    from pytest_ldd.observation import Observation
+    from pytest_ldd.registry import (
+        CalibrationGate,
+        CalibrationRecord,
+        CalibrationStats,
+        Calibrator,
+        MetricRegistry,
+        MetricState,
+    )
+    from pytest_ldd.store import TraceStore
+
+__all__ = [
+    "BayesianSynthesisEstimator",
+    "CalibrationGate",
+    "CalibrationRecord",
+    "CalibrationStats",
+    "Calibrator",
+    "Cost",
+    "Episode",
+    "Loss",
+    "MeanHistoryEstimator",
+    "MetricRegistry",
+    "MetricSpec",
+    "MetricState",
+    "Observation",
+    "Prediction",
+    "Signal",
+    "TraceStore",
+    "VectorLoss",
+    "__version__",
+    "bounded_rate",
+    "maximum",
+    "minimum",
+    "positive_count",
+    "signed_delta",
+    "weighted_sum",
+]
+
+_HOME = {
+    "BayesianSynthesisEstimator": "pytest_ldd.estimator",
+    "CalibrationGate": "pytest_ldd.registry",
+    "CalibrationRecord": "pytest_ldd.registry",
+    "CalibrationStats": "pytest_ldd.registry",
+    "Calibrator": "pytest_ldd.registry",
+    "Cost": "pytest_ldd.agents",
+    "Episode": "pytest_ldd.agents",
+    "Loss": "pytest_ldd.loss",
+    "MeanHistoryEstimator": "pytest_ldd.estimator",
+    "MetricRegistry": "pytest_ldd.registry",
+    "MetricSpec": "pytest_ldd.metric",
+    "MetricState": "pytest_ldd.registry",
+    "Observation": "pytest_ldd.observation",
+    "Prediction": "pytest_ldd.estimator",
+    "Signal": "pytest_ldd.loss",
+    "TraceStore": "pytest_ldd.store",
+    "VectorLoss": "pytest_ldd.loss",
+    "bounded_rate": "pytest_ldd.metric",
+    "maximum": "pytest_ldd.compose",
+    "minimum": "pytest_ldd.compose",
+    "positive_count": "pytest_ldd.metric",
+    "signed_delta": "pytest_ldd.metric",
+    "weighted_sum": "pytest_ldd.compose",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("pytest-ldd")
+        except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+            return "0+unknown"
+    home = _HOME.get(name)
+    if home is None:
+        msg = f"module 'pytest_ldd' has no attribute {name!r}"
+        raise AttributeError(msg)
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
