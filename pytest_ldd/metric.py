@@ -10,20 +10,41 @@ from __future__ import annotations
 import math
 import re
 import unicodedata
-from collections.abc import Mapping
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from numbers import Real
-from typing import Any, Final, Literal, final, get_args
+from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final, get_args
 
-from pytest_ldd.errors import GamingGuardError, InvalidSpecError
+from pytest_ldd.errors import (
+    CompositionError,
+    GamingGuardError,
+    InvalidObservationError,
+    InvalidSpecError,
+)
+
+if TYPE_CHECKING:
+    from pytest_ldd.compose import CompositeMetric
 
 __all__ = [
     "FORBIDDEN_PHRASES",
+    "Accessor",
+    "BoundedRateMetric",
     "Composition",
+    "Metric",
     "MetricKind",
     "MetricSpec",
+    "PositiveCountMetric",
+    "SignedDeltaMetric",
+    "bounded_rate",
     "check_description",
+    "metric_from_spec",
+    "positive_count",
+    "signed_delta",
 ]
+
+#: Reads a metric's raw value off a state ``theta``; deterministic, read-only.
+Accessor = Callable[[Any], Any]
 
 MetricKind = Literal["bounded", "positive", "signed"]
 Composition = Literal["weighted_sum", "max", "min"]
@@ -306,3 +327,250 @@ def _component_from_json(item: object, source: str) -> tuple[object, object]:
         )
         raise InvalidSpecError(msg)
     return (item["name"], item["weight"])
+
+
+# --------------------------------------------------------------------------- metrics
+
+
+class Metric(ABC):
+    """A spec plus an accessor: ``observed(theta) == normalize(raw(theta))`` in [0, 1].
+
+    The accessor must be deterministic and must not mutate ``theta``; without one,
+    ``theta`` itself is the raw value.
+    """
+
+    __slots__ = ("_accessor", "_spec")
+
+    #: The spec kind this class implements.
+    kind: ClassVar[MetricKind]
+
+    def __init__(self, spec: MetricSpec, accessor: Accessor | None = None) -> None:
+        spec_obj: object = spec
+        if not isinstance(spec_obj, MetricSpec):
+            msg = f"{type(self).__name__} 'spec' must be a MetricSpec (got {spec_obj!r})"
+            raise InvalidSpecError(msg)
+        if spec.kind != self.kind:
+            msg = (
+                f"{type(self).__name__} 'spec.kind' must be {self.kind!r} "
+                f"(got {spec.kind!r} for metric {spec.name!r})"
+            )
+            raise InvalidSpecError(msg)
+        accessor_obj: object = accessor
+        if accessor_obj is not None and not callable(accessor_obj):
+            msg = f"metric {spec.name!r} 'accessor' must be callable or None (got {accessor!r})"
+            raise InvalidSpecError(msg)
+        self._spec = spec
+        self._accessor = accessor
+
+    @property
+    def spec(self) -> MetricSpec:
+        """The metric's immutable spec."""
+        return self._spec
+
+    @property
+    def name(self) -> str:
+        """The metric's name (``spec.name``)."""
+        return self._spec.name
+
+    def raw(self, theta: Any) -> Any:
+        """The raw value at ``theta``: the accessor's result, or ``theta`` itself."""
+        return theta if self._accessor is None else self._accessor(theta)
+
+    @abstractmethod
+    def normalize(self, raw: Any, *, field: str = "observed") -> float:
+        """Map a raw value onto [0, 1]; invalid values raise InvalidObservationError.
+
+        ``field`` names the value in the error message ("observed", "predicted").
+        """
+
+    def observed(self, theta: Any) -> float:
+        """The normalized value at ``theta``, in [0, 1]."""
+        return self.normalize(self.raw(theta))
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, version={self._spec.version})"
+
+    # Shared validation, so every kind words its errors the same way.
+
+    def _invalid(self, expected: str, got: object, field: str) -> InvalidObservationError:
+        return InvalidObservationError(
+            f"{field}: metric {self.name!r} ({self._spec.kind}) expects {expected} (got {got!r})"
+        )
+
+    def _number(self, raw: object, expected: str, field: str) -> float:
+        """``raw`` as a float; bools, non-numbers and NaN are rejected."""
+        if not _is_real(raw):
+            raise self._invalid(expected, raw, field)
+        try:
+            value = float(raw)  # type: ignore[arg-type]
+        except OverflowError:  # an int or Fraction beyond float range
+            value = math.inf if raw > 0 else -math.inf  # type: ignore[operator]
+        if math.isnan(value):
+            raise self._invalid(expected, value, field)
+        return value
+
+    def _unit_interval(self, raw: object, field: str) -> float:
+        value = self._number(raw, "a number in [0, 1]", field)
+        if not 0.0 <= value <= 1.0:
+            raise self._invalid("a number in [0, 1]", value, field)
+        return value
+
+
+def _is_pair(value: object) -> bool:
+    return isinstance(value, (tuple, list)) and len(value) == 2
+
+
+class BoundedRateMetric(Metric):
+    """A value in [0, 1] by construction, such as a failing / total rate.
+
+    The accessor may return a float in [0, 1] or a ``(failing, total)`` pair.
+    Values outside [0, 1] are errors, never clamped.
+    """
+
+    __slots__ = ()
+    kind = "bounded"
+
+    def __init__(self, spec: MetricSpec, accessor: Accessor | None = None) -> None:
+        super().__init__(spec, accessor)
+        # Only a bounded spec can be composite (MetricSpec enforces that).
+        if spec.is_composite:
+            msg = (
+                f"metric {spec.name!r} has a composite spec (composition "
+                f"{spec.composition!r}): build it with weighted_sum, maximum or minimum"
+            )
+            raise InvalidSpecError(msg)
+
+    def raw(self, theta: Any) -> Any:
+        """The raw value at ``theta``; a ``(failing, total)`` pair becomes its rate."""
+        value = super().raw(theta)
+        return self._rate(value, "observed") if _is_pair(value) else value
+
+    def normalize(self, raw: Any, *, field: str = "observed") -> float:
+        """``raw`` itself once checked to lie in [0, 1]; pairs are turned into rates."""
+        if _is_pair(raw):
+            raw = self._rate(raw, field)
+        return self._unit_interval(raw, field)
+
+    def _rate(self, pair: Any, field: str) -> float:
+        failing, total = pair
+        expected = "a (failing, total) pair of finite numbers"
+        failing_v = self._number(failing, expected, field)
+        total_v = self._number(total, expected, field)
+        if not (math.isfinite(failing_v) and math.isfinite(total_v)):
+            raise self._invalid(expected, tuple(pair), field)
+        if total_v <= 0:
+            raise self._invalid(
+                "a (failing, total) pair with total > 0: rate undefined", tuple(pair), field
+            )
+        if not 0 <= failing_v <= total_v:
+            raise self._invalid(
+                "a (failing, total) pair with 0 <= failing <= total", tuple(pair), field
+            )
+        return failing_v / total_v
+
+
+class PositiveCountMetric(Metric):
+    """A value >= 0 (latency, counts); normalized as ``min(1, raw / normalize_scale)``."""
+
+    __slots__ = ()
+    kind = "positive"
+
+    def normalize(self, raw: Any, *, field: str = "observed") -> float:
+        """``min(1, raw / normalize_scale)``; ``+inf`` maps to 1.0."""
+        value = self._number(raw, "a number >= 0", field)
+        if value < 0:
+            raise self._invalid("a number >= 0", value, field)
+        return min(1.0, value / self._spec.normalize_scale)
+
+
+class SignedDeltaMetric(Metric):
+    """Any real value (a delta); normalized by a logistic curve, so 0 maps to 0.5."""
+
+    __slots__ = ()
+    kind = "signed"
+
+    def normalize(self, raw: Any, *, field: str = "observed") -> float:
+        """``1 / (1 + exp(-raw / normalize_scale))``; ``+inf`` -> 1.0, ``-inf`` -> 0.0."""
+        z = self._number(raw, "a real number", field) / self._spec.normalize_scale
+        # Two branches so that exp() never overflows for large |z|.
+        if z >= 0:
+            return 1.0 / (1.0 + math.exp(-z))
+        e = math.exp(z)
+        return e / (1.0 + e)
+
+
+def bounded_rate(
+    name: str,
+    accessor: Accessor | None = None,
+    *,
+    description: str,
+    unit: str = "rate",
+    version: int = 1,
+) -> BoundedRateMetric:
+    """A bounded metric: the accessor returns a rate in [0, 1] or ``(failing, total)``."""
+    spec = MetricSpec(name, "bounded", unit, description, version=version)
+    return BoundedRateMetric(spec, accessor)
+
+
+def positive_count(
+    name: str,
+    accessor: Accessor | None = None,
+    *,
+    description: str,
+    unit: str = "count",
+    normalize_scale: float = 100.0,
+    version: int = 1,
+) -> PositiveCountMetric:
+    """A positive metric normalized as ``min(1, raw / normalize_scale)``."""
+    spec = MetricSpec(
+        name, "positive", unit, description, version=version, normalize_scale=normalize_scale
+    )
+    return PositiveCountMetric(spec, accessor)
+
+
+def signed_delta(
+    name: str,
+    accessor: Accessor | None = None,
+    *,
+    description: str,
+    unit: str = "dimensionless",
+    normalize_scale: float = 1.0,
+    version: int = 1,
+) -> SignedDeltaMetric:
+    """A signed metric normalized by ``1 / (1 + exp(-raw / normalize_scale))``."""
+    spec = MetricSpec(
+        name, "signed", unit, description, version=version, normalize_scale=normalize_scale
+    )
+    return SignedDeltaMetric(spec, accessor)
+
+
+_PLAIN: Final[Mapping[str, type[Metric]]] = {
+    "bounded": BoundedRateMetric,
+    "positive": PositiveCountMetric,
+    "signed": SignedDeltaMetric,
+}
+
+
+def metric_from_spec(spec: MetricSpec, components: Mapping[str, Metric] | None = None) -> Metric:
+    """Rebuild a metric with the identity accessor from a stored spec.
+
+    For a composite spec, ``components`` maps each component name to its metric;
+    a missing component is a :class:`CompositionError`.
+    """
+    if spec.composition is None or spec.components is None:
+        return _PLAIN[spec.kind](spec)
+    from pytest_ldd.compose import CompositeMetric
+
+    available = components or {}
+    missing = [name for name, _ in spec.components if name not in available]
+    if missing:
+        msg = (
+            f"composite metric {spec.name!r} needs its components registered first: "
+            f"missing {missing} (got {sorted(available)})"
+        )
+        raise CompositionError(msg)
+    resolved: list[tuple[Metric, float]] = [
+        (available[name], weight) for name, weight in spec.components
+    ]
+    composite: CompositeMetric = CompositeMetric(spec, resolved)
+    return composite
