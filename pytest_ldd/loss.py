@@ -97,7 +97,7 @@ class VectorLoss:
         object.__setattr__(self, "values", MappingProxyType(checked))
 
     def __hash__(self) -> int:
-        return hash(tuple(self.values.items()))
+        return hash(frozenset(self.values.items()))
 
     def __repr__(self) -> str:
         return f"VectorLoss({dict(self.values)!r})"
