@@ -1,0 +1,550 @@
+"""The ``.ldd/`` folder: locking, atomic rewrites of ``metrics.json``, JSONL logs.
+
+Four files live in the folder (see ``docs/store.md``): ``metrics.json`` (specs and
+states, rewritten whole and atomically), and three append-only JSON Lines logs:
+``metric_calibrations.jsonl``, ``observations.jsonl`` and ``sessions.jsonl``.
+
+Every write holds one exclusive lock (``.ldd/.lock``, taken with ``filelock``),
+so many writers at once (xdist controllers, two pytest runs, the CLI) never lose
+or tear a line.  Reads never lock and never create anything: a process that only
+reads the store leaves the file system exactly as it found it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import tempfile
+import threading
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, final
+
+from filelock import FileLock, Timeout
+
+from pytest_ldd.errors import InvalidObservationError, LddWarning, StoreCorruptError
+
+__all__ = [
+    "CALIBRATIONS_FILE",
+    "LDD_DIR",
+    "LOCK_FILE",
+    "METRICS_FILE",
+    "OBSERVATIONS_FILE",
+    "SCHEMA_VERSION",
+    "SESSIONS_FILE",
+    "Cursor",
+    "TraceStore",
+]
+
+#: The folder name under the project.
+LDD_DIR: Final = ".ldd"
+METRICS_FILE: Final = "metrics.json"
+CALIBRATIONS_FILE: Final = "metric_calibrations.jsonl"
+OBSERVATIONS_FILE: Final = "observations.jsonl"
+SESSIONS_FILE: Final = "sessions.jsonl"
+LOCK_FILE: Final = ".lock"
+
+#: The ``schema_version`` of ``metrics.json`` this code reads and writes.
+SCHEMA_VERSION: Final = 1
+
+#: Keys every line of a log must hold (a line without them is corrupt).
+_REQUIRED_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
+    CALIBRATIONS_FILE: ("metric_name", "metric_version", "predicted", "observed"),
+    OBSERVATIONS_FILE: ("metric_name", "metric_version", "raw", "normalized"),
+    SESSIONS_FILE: (),
+}
+
+#: How long a writer waits for the lock before giving up with a clear error.
+DEFAULT_LOCK_TIMEOUT: Final = 120.0
+
+_CHUNK: Final = 1 << 20
+
+# One FileLock per lock file and process: FileLock counts re-entrant holds per
+# instance (and per thread), but two instances on the same file in one process
+# would block each other.  Sharing the instance makes ``lock()`` re-entrant across
+# every TraceStore of the same folder.
+_LOCKS: dict[str, FileLock] = {}
+_LOCKS_GUARD = threading.Lock()
+
+# The literal and number tails a truncated line can end in (see _is_truncated).
+_NUMBER_TAIL: Final = re.compile(r"-?[0-9]*(\.[0-9]*)?([eE][+-]?[0-9]*)?")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Cursor:
+    """A position in a JSONL log: a byte ``offset`` and the ``line`` count before it.
+
+    ``offset`` always sits just after a newline (or at 0).  ``line`` is the number
+    of lines that precede ``offset``, so the next line read is line ``line + 1``;
+    keeping it alongside the offset is what lets an incremental read name the
+    1-based line of a malformed record without counting from the start.
+    """
+
+    offset: int = 0
+    line: int = 0
+
+    def __post_init__(self) -> None:
+        for field in ("offset", "line"):
+            value = getattr(self, field)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                msg = f"Cursor {field!r} must be an int >= 0 (got {value!r})"
+                raise ValueError(msg)
+
+    def to_json(self) -> dict[str, int]:
+        """The cursor as ``{"offset": .., "line": ..}``."""
+        return {"offset": self.offset, "line": self.line}
+
+
+class TraceStore:
+    """The ``.ldd/`` folder of a project.
+
+    ``project`` is the folder that holds ``.ldd/``; ``ldd_dir`` overrides the
+    folder itself (relative paths are taken from ``project``).  Nothing is created
+    until the first write.
+    """
+
+    def __init__(
+        self,
+        project: str | os.PathLike[str],
+        *,
+        ldd_dir: str | os.PathLike[str] | None = None,
+        lock_timeout: float = DEFAULT_LOCK_TIMEOUT,
+    ) -> None:
+        self.project: Path = Path(project)
+        folder = self.project / LDD_DIR if ldd_dir is None else self.project / Path(ldd_dir)
+        #: The store folder (``<project>/.ldd`` unless overridden).
+        self.ldd_dir: Path = folder
+        self.metrics_path: Path = folder / METRICS_FILE
+        self.calibrations_path: Path = folder / CALIBRATIONS_FILE
+        self.observations_path: Path = folder / OBSERVATIONS_FILE
+        self.sessions_path: Path = folder / SESSIONS_FILE
+        self.lock_path: Path = folder / LOCK_FILE
+        self.lock_timeout = lock_timeout
+
+    def __repr__(self) -> str:
+        return f"TraceStore({str(self.ldd_dir)!r})"
+
+    # ------------------------------------------------------------------ folder, lock
+
+    def exists(self) -> bool:
+        """Whether the store folder exists."""
+        return self.ldd_dir.is_dir()
+
+    def _ensure_dir(self) -> None:
+        self.ldd_dir.mkdir(parents=True, exist_ok=True)
+
+    def _file_lock(self) -> FileLock:
+        key = os.path.abspath(self.lock_path)
+        with _LOCKS_GUARD:
+            lock = _LOCKS.get(key)
+            if lock is None:
+                lock = _LOCKS[key] = FileLock(key, timeout=self.lock_timeout)
+            return lock
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """Hold the store's exclusive lock (re-entrant within a process and thread).
+
+        Creates the folder: only writers lock.  Waiting longer than
+        ``lock_timeout`` seconds raises :class:`StoreCorruptError`.
+        """
+        self._ensure_dir()
+        lock = self._file_lock()
+        try:
+            lock.acquire(timeout=self.lock_timeout)
+        except Timeout:
+            msg = (
+                f"could not lock {self.lock_path} within {self.lock_timeout:g} s: another "
+                f"process holds it (a hung pytest or ldd command?); stop it and retry"
+            )
+            raise StoreCorruptError(msg, path=str(self.lock_path)) from None
+        try:
+            yield
+        finally:
+            lock.release()
+
+    # ------------------------------------------------------------------ metrics.json
+
+    def read_metrics(self) -> dict[str, Any] | None:
+        """The parsed ``metrics.json``, or ``None`` when it does not exist.
+
+        A file that cannot be read or parsed, or that is not an object with
+        ``schema_version`` 1, a ``specs`` list and a ``promotions`` list, raises
+        :class:`StoreCorruptError` naming it; the file is never touched.
+        """
+        path = self.metrics_path
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except OSError as err:
+            msg = f"cannot read {path}: {err.strerror or err}"
+            raise StoreCorruptError(msg, path=str(path)) from err
+        try:
+            doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError) as err:
+            msg = f"{path} is not valid JSON ({err}); it was left untouched"
+            raise StoreCorruptError(msg, path=str(path)) from err
+        _check_metrics_shape(doc, path)
+        return doc  # type: ignore[no-any-return]
+
+    def write_metrics(self, doc: Mapping[str, Any]) -> None:
+        """Replace ``metrics.json`` atomically (temp file, fsync, ``os.replace``)."""
+        _check_metrics_shape(doc, self.metrics_path)
+        try:
+            text = json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+        except (TypeError, ValueError) as err:
+            msg = f"metrics document for {self.metrics_path} is not valid JSON: {err}"
+            raise StoreCorruptError(msg, path=str(self.metrics_path)) from err
+        payload = text.encode("utf-8")
+        with self.lock():
+            fd, tmp = tempfile.mkstemp(prefix=".metrics.", suffix=".tmp", dir=str(self.ldd_dir))
+            try:
+                with os.fdopen(fd, "wb") as handle:
+                    handle.write(payload)
+                    handle.flush()
+                    os.fsync(handle.fileno())
+                os.replace(tmp, self.metrics_path)
+            except BaseException:
+                with suppress(OSError):
+                    os.unlink(tmp)
+                raise
+            _fsync_dir(self.ldd_dir)
+
+    # ------------------------------------------------------------------ JSONL logs
+
+    def append(
+        self,
+        path: str | os.PathLike[str],
+        records: Sequence[Mapping[str, Any]],
+        *,
+        fsync: bool = False,
+    ) -> int:
+        """Append ``records`` as JSON lines in one locked write; return the end offset.
+
+        Records are serialized before the lock is taken, so an invalid one (NaN,
+        infinity, a non-JSON value) raises :class:`InvalidObservationError` and
+        nothing is written.  A file whose last byte is not a newline (a line torn
+        by a crash) first gets a newline, so the new lines start on their own.
+        """
+        target = Path(path)
+        lines: list[bytes] = []
+        for index, record in enumerate(records):
+            try:
+                text = json.dumps(
+                    record, separators=(",", ":"), allow_nan=False, ensure_ascii=False
+                )
+            except (TypeError, ValueError) as err:
+                msg = f"record {index} for {target} is not valid JSON ({err}): {record!r}"
+                raise InvalidObservationError(msg) from err
+            if not text.startswith("{"):
+                msg = f"record {index} for {target} must be a JSON object (got {record!r})"
+                raise InvalidObservationError(msg)
+            lines.append(text.encode("utf-8") + b"\n")
+        with self.lock():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+            fd = os.open(target, flags, 0o644)
+            try:
+                size = os.fstat(fd).st_size
+                if size > 0:
+                    os.lseek(fd, size - 1, os.SEEK_SET)
+                    if os.read(fd, 1) != b"\n":
+                        lines.insert(0, b"\n")
+                if not lines:
+                    return size
+                _write_all(fd, b"".join(lines))
+                if fsync:
+                    os.fsync(fd)
+                return os.fstat(fd).st_size
+            finally:
+                os.close(fd)
+
+    def append_calibrations(
+        self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
+    ) -> int:
+        """Append lines to ``metric_calibrations.jsonl``."""
+        return self.append(self.calibrations_path, records, fsync=fsync)
+
+    def append_observations(
+        self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
+    ) -> int:
+        """Append lines to ``observations.jsonl``."""
+        return self.append(self.observations_path, records, fsync=fsync)
+
+    def append_sessions(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> int:
+        """Append lines to ``sessions.jsonl``."""
+        return self.append(self.sessions_path, records, fsync=fsync)
+
+    def required_keys(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
+        """The keys every line of ``path`` must hold (none for unknown files)."""
+        target = Path(path)
+        if target.parent != self.ldd_dir:
+            return ()
+        return _REQUIRED_KEYS.get(target.name, ())
+
+    def iter_jsonl(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        start: Cursor | int = 0,
+        validate: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Iterator[tuple[dict[str, Any] | None, Cursor]]:
+        """Stream the complete lines of ``path`` from ``start``.
+
+        Yields ``(record, cursor)`` for every line consumed, ``cursor`` being the
+        position just after it; ``record`` is ``None`` for a skipped line (blank,
+        or torn by a crash).  ``validate`` may raise ``ValueError`` / ``TypeError``
+        / ``LddError`` for a record; that becomes a :class:`StoreCorruptError`
+        naming the file and line.  The torn-line rule is described in
+        :meth:`read_jsonl`.  A missing file yields nothing.
+        """
+        target = Path(path)
+        cursor = start if isinstance(start, Cursor) else Cursor(start, 0)
+        required = self.required_keys(target)
+        try:
+            handle = open(target, "rb")  # noqa: SIM115 - closed in the finally below
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            msg = f"cannot read {target}: {err.strerror or err}"
+            raise StoreCorruptError(msg, path=str(target)) from err
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            _check_cursor(handle, cursor, size, target)
+            handle.seek(cursor.offset)
+            offset, line_no = cursor.offset, cursor.line
+            pending = b""
+            while True:
+                chunk = handle.read(_CHUNK)
+                if not chunk:
+                    break
+                pending += chunk
+                lines = pending.split(b"\n")
+                pending = lines.pop()
+                for raw in lines:
+                    line_no += 1
+                    offset += len(raw) + 1
+                    record = _parse_line(raw, target, line_no, required, validate)
+                    yield record, Cursor(offset, line_no)
+            if pending.strip():
+                # No newline yet: a crash tore it, or a writer is still at work.
+                # Either way it is not consumed, so a later read sees it whole.
+                msg = (
+                    f"{target}:{line_no + 1}: incomplete last line without a newline "
+                    f"(torn by a crash?); not read"
+                )
+                warnings.warn(msg, LddWarning, stacklevel=3)
+        finally:
+            handle.close()
+
+    def read_jsonl(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        start: Cursor | int = 0,
+        validate: Callable[[dict[str, Any]], None] | None = None,
+    ) -> tuple[list[dict[str, Any]], Cursor]:
+        """Parse the complete lines of ``path`` from ``start``; return them and the end.
+
+        ``start`` is a :class:`Cursor` (or a plain byte offset, whose line numbers
+        then count from it).  The returned cursor sits after the last line consumed;
+        pass it back as ``start`` to read only what was appended since.
+
+        Torn-line rule: a line whose JSON ends before the value is complete (what a
+        crash in the middle of a write leaves behind) is skipped with an
+        :class:`LddWarning` naming the file and 1-based line; a last line without a
+        newline is not consumed (the cursor stays before it) and is warned about.
+        Blank lines are skipped.  Every other malformed line (invalid JSON, not an
+        object, a required key missing, a value ``validate`` rejects) raises
+        :class:`StoreCorruptError` naming the file and line.
+        """
+        records: list[dict[str, Any]] = []
+        end = start if isinstance(start, Cursor) else Cursor(start, 0)
+        for record, cursor in self.iter_jsonl(path, start=end, validate=validate):
+            if record is not None:
+                records.append(record)
+            end = cursor
+        return records, end
+
+    def end_cursor(self, path: str | os.PathLike[str], *, after: Cursor | None = None) -> Cursor:
+        """The cursor at the end of the complete lines of ``path``.
+
+        With ``after`` (a cursor known to be valid) only the bytes after it are
+        scanned; lines are counted, not parsed.
+        """
+        target = Path(path)
+        cursor = after or Cursor()
+        try:
+            handle = open(target, "rb")  # noqa: SIM115 - closed in the finally below
+        except FileNotFoundError:
+            return cursor
+        try:
+            size = os.fstat(handle.fileno()).st_size
+            _check_cursor(handle, cursor, size, target)
+            handle.seek(cursor.offset)
+            offset, lines, pending = cursor.offset, cursor.line, 0
+            while True:
+                chunk = handle.read(_CHUNK)
+                if not chunk:
+                    break
+                count = chunk.count(b"\n")
+                if count:
+                    last = chunk.rindex(b"\n")
+                    offset += pending + last + 1
+                    pending = len(chunk) - last - 1
+                    lines += count
+                else:
+                    pending += len(chunk)
+            return Cursor(offset, lines)
+        finally:
+            handle.close()
+
+    def sync(self) -> None:
+        """fsync the JSONL logs that exist (session end: nothing finished is lost)."""
+        for path in (self.calibrations_path, self.observations_path, self.sessions_path):
+            try:
+                fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+            except FileNotFoundError:
+                continue
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def _reject_constant(name: str) -> Any:
+    # json accepts NaN / Infinity by default; the store never holds them.
+    msg = f"non-finite number {name} is not allowed"
+    raise ValueError(msg)
+
+
+def _check_metrics_shape(doc: object, path: Path) -> None:
+    def bad(what: str, got: object) -> StoreCorruptError:
+        msg = f"{path}: {what} (got {got!r}); the file was left untouched"
+        return StoreCorruptError(msg, path=str(path))
+
+    if not isinstance(doc, Mapping):
+        raise bad("expected a JSON object with 'schema_version', 'specs', 'promotions'", doc)
+    version = doc.get("schema_version")
+    if version != SCHEMA_VERSION or isinstance(version, bool):
+        raise bad(f"'schema_version' must be {SCHEMA_VERSION}", version)
+    for key in ("specs", "promotions"):
+        value = doc.get(key)
+        if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+            raise bad(f"{key!r} must be a list of objects", value)
+    generated = doc.get("generated_at")
+    if generated is not None and not isinstance(generated, str):
+        raise bad("'generated_at' must be an ISO timestamp string", generated)
+
+
+def _check_cursor(handle: Any, cursor: Cursor, size: int, path: Path) -> None:
+    """A cursor past the end, or not after a newline, means the file was rewritten."""
+    if cursor.offset == 0:
+        return
+    if cursor.offset > size:
+        msg = (
+            f"{path} is shorter ({size} bytes) than the recorded read position "
+            f"({cursor.offset}): an append-only log was truncated or replaced"
+        )
+        raise StoreCorruptError(msg, path=str(path))
+    handle.seek(cursor.offset - 1)
+    if handle.read(1) != b"\n":
+        msg = (
+            f"{path}: the recorded read position {cursor.offset} is not at the start of "
+            f"a line: an append-only log was rewritten"
+        )
+        raise StoreCorruptError(msg, path=str(path), line=cursor.line + 1)
+
+
+def _is_truncated(text: str, err: json.JSONDecodeError) -> bool:
+    """Whether ``text`` fails only because it ends early (a prefix of valid JSON)."""
+    if err.msg.startswith("Unterminated string"):
+        return True
+    tail = text[err.pos :]
+    if not tail:
+        return True
+    if tail.startswith("\\u") or err.msg.startswith("Invalid \\uXXXX"):
+        return err.pos + 6 > len(text)
+    if any(word.startswith(tail) for word in ("true", "false", "null")):
+        return True
+    return _NUMBER_TAIL.fullmatch(tail) is not None
+
+
+def _parse_line(
+    raw: bytes,
+    path: Path,
+    line_no: int,
+    required: tuple[str, ...],
+    validate: Callable[[dict[str, Any]], None] | None,
+) -> dict[str, Any] | None:
+    where = f"{path}:{line_no}"
+    if not raw.strip():
+        return None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.end >= len(raw.rstrip()) and "end of data" in str(err.reason):
+            _warn_torn(where)
+            return None
+        msg = f"{where}: line is not UTF-8 ({err})"
+        raise StoreCorruptError(msg, path=str(path), line=line_no) from err
+    text = text.rstrip()
+    try:
+        record = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as err:
+        if _is_truncated(text, err):
+            _warn_torn(where)
+            return None
+        msg = f"{where}: line is not valid JSON ({err.msg} at column {err.colno}): {text[:80]!r}"
+        raise StoreCorruptError(msg, path=str(path), line=line_no) from err
+    except ValueError as err:
+        msg = f"{where}: line is not valid JSON ({err}): {text[:80]!r}"
+        raise StoreCorruptError(msg, path=str(path), line=line_no) from err
+    if not isinstance(record, dict):
+        msg = f"{where}: expected a JSON object (got {type(record).__name__}: {text[:80]!r})"
+        raise StoreCorruptError(msg, path=str(path), line=line_no)
+    missing = [key for key in required if key not in record]
+    if missing:
+        msg = f"{where}: record is missing required key(s) {missing} (got {sorted(record)})"
+        raise StoreCorruptError(msg, path=str(path), line=line_no)
+    if validate is not None:
+        try:
+            validate(record)
+        except StoreCorruptError:
+            raise
+        except (ValueError, TypeError) as err:
+            msg = f"{where}: {err}"
+            raise StoreCorruptError(msg, path=str(path), line=line_no) from err
+    return record
+
+
+def _warn_torn(where: str) -> None:
+    msg = f"{where}: skipped a line torn by an interrupted write (incomplete JSON)"
+    warnings.warn(msg, LddWarning, stacklevel=5)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def _fsync_dir(folder: Path) -> None:
+    # Make the rename itself durable; directories cannot be opened on Windows.
+    if os.name == "nt":  # pragma: no cover
+        return
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
