@@ -1,0 +1,484 @@
+"""Reports: one document rendered three ways (terminal section, JSON, HTML).
+
+:func:`build_report` gathers the JSON document (schema in ``docs/report.md``): the
+session document of a pytest run when there is one, every metric's current state and
+gate, and the history the plots need.  :func:`render_terminal` turns a session
+document into the lines of the ``ldd`` terminal section; :func:`render_html` (in
+:mod:`pytest_ldd.report_html`) turns the whole document into a self-contained page.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+if TYPE_CHECKING:
+    from pytest_ldd.registry import CalibrationGate, Calibrator, MetricRegistry, MetricState
+
+__all__ = [
+    "REPORT_SCHEMA_VERSION",
+    "build_report",
+    "format_table",
+    "gate_json",
+    "render_html",
+    "render_terminal",
+    "session_table",
+    "state_json",
+    "status_table",
+    "write_html",
+    "write_json",
+]
+
+#: Version of the JSON report layout; bumped on any incompatible change.
+REPORT_SCHEMA_VERSION = 1
+
+#: How many breach lines the terminal section shows before summarising the rest.
+BREACH_LINES = 20
+
+Align = Literal["<", ">"]
+
+
+# -- small formatting helpers -------------------------------------------------------
+
+
+def fmt_error(value: object) -> str:
+    """A normalized error (MAE, p95, worst) with three decimals, ``-`` when absent."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return f"{value:.3f}"
+    return "-"
+
+
+def fmt_value(value: object) -> str:
+    """A raw value or limit the way a person writes it: ``512``, ``0.8``, ``1.5e-07``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return "-" if value is None else str(value)
+    if math.isinf(value):
+        return "inf" if value > 0 else "-inf"
+    return f"{value:.6g}"
+
+
+def fmt_dollars(value: object) -> str:
+    """Dollars with four decimals; ``None`` (no successful task) reads as infinite."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+        return f"${value:.4f}"
+    return "infinite"
+
+
+def fmt_state(before: object, after: object) -> str:
+    """``after``, or ``before -> after`` when the state changed."""
+    if before is not None and after is not None and before != after:
+        return f"{before} -> {after}"
+    return str(after if after is not None else before if before is not None else "-")
+
+
+def format_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[str]],
+    align: Sequence[Align] | None = None,
+    *,
+    indent: str = "",
+) -> list[str]:
+    """Rows as aligned text lines: a header line, then one line per row.
+
+    Column widths fit the widest cell; columns are two spaces apart; ``align`` gives
+    ``"<"`` (text) or ``">"`` (numbers) per column.  Trailing spaces are stripped.
+    """
+    columns = len(headers)
+    aligns: Sequence[Align] = align if align is not None else ["<"] * columns
+    if len(aligns) != columns:
+        msg = f"'align' must have one entry per column ({columns}) (got {len(aligns)})"
+        raise ValueError(msg)
+    for row in rows:
+        if len(row) != columns:
+            msg = f"each row must have {columns} cells (got {len(row)}: {list(row)!r})"
+            raise ValueError(msg)
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [
+            cell.rjust(widths[i]) if aligns[i] == ">" else cell.ljust(widths[i])
+            for i, cell in enumerate(cells)
+        ]
+        return (indent + "  ".join(parts)).rstrip()
+
+    return [line(headers), *(line(row) for row in rows)]
+
+
+# -- JSON objects shared by the CLI and the reports ------------------------------------
+
+
+def _finite(value: float | None) -> float | None:
+    """JSON has no infinity: non-finite figures become ``null``."""
+    if value is None or not math.isfinite(value):
+        return None
+    return value
+
+
+def gate_json(gate: CalibrationGate) -> dict[str, Any]:
+    """A calibration gate as a JSON object (``null`` for bounds that are not set)."""
+    return {
+        "min_n": gate.min_n,
+        "max_mae": gate.max_mae,
+        "max_p95": gate.max_p95,
+        "max_worst": gate.max_worst,
+        "window": gate.window,
+    }
+
+
+def state_json(state: MetricState, gate: CalibrationGate) -> dict[str, Any]:
+    """A metric's current state and the gate that decides it, as a JSON object."""
+    return {
+        "name": state.name,
+        "version": state.version,
+        "state": state.state,
+        "is_load_bearing": state.is_load_bearing,
+        "n": state.n,
+        "mae": _finite(state.mae),
+        "window_mae": _finite(state.window_mae),
+        "p95_error": _finite(state.p95_error),
+        "worst_error": _finite(state.worst_error),
+        "promoted_at": state.promoted_at,
+        "demoted_at": state.demoted_at,
+        "gate": gate_json(gate),
+    }
+
+
+def gate_text(gate: Mapping[str, Any]) -> str:
+    """A gate object in a few words: ``n>=5 MAE<=0.15 p95<=0.3``."""
+    parts = [f"n>={gate.get('min_n')}", f"MAE<={fmt_value(gate.get('max_mae'))}"]
+    if gate.get("max_p95") is not None:
+        parts.append(f"p95<={fmt_value(gate['max_p95'])}")
+    if gate.get("max_worst") is not None:
+        parts.append(f"worst<={fmt_value(gate['max_worst'])}")
+    return " ".join(parts)
+
+
+def status_table(states: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ``ldd metric status`` table from :func:`state_json` objects."""
+    headers = ["metric", "v", "state", "n", "MAE", "p95", "worst", "window", "gate"]
+    align: list[Align] = ["<", ">", "<", ">", ">", ">", ">", ">", "<"]
+    rows = [
+        [
+            str(s["name"]),
+            str(s["version"]),
+            str(s["state"]),
+            str(s["n"]),
+            fmt_error(s["mae"]),
+            fmt_error(s["p95_error"]),
+            fmt_error(s["worst_error"]),
+            fmt_error(s["window_mae"]),
+            gate_text(s["gate"]),
+        ]
+        for s in states
+    ]
+    return format_table(headers, rows, align)
+
+
+# -- the JSON document -----------------------------------------------------------------
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _pair_json(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "predicted": record.get("predicted"),
+        "observed": record.get("observed"),
+        "raw_predicted": record.get("raw_predicted"),
+        "raw_observed": record.get("raw_observed"),
+        "timestamp": record.get("timestamp"),
+        "session_id": record.get("session_id"),
+        "nodeid": record.get("nodeid"),
+    }
+
+
+def _session_history(session: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "session_id": session.get("session_id"),
+        "started_at": session.get("started_at"),
+        "ended_at": session.get("ended_at"),
+        "counts": dict(session.get("counts") or {}),
+        "corpus": dict(session.get("corpus") or {}),
+    }
+
+
+def build_report(
+    registry: MetricRegistry,
+    calibrator: Calibrator | None = None,
+    *,
+    session: Mapping[str, Any] | None = None,
+    sessions: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """The JSON report document (``schema_version`` 1, keys in ``docs/report.md``).
+
+    ``session`` is this pytest run's session document, or ``None`` (``ldd report``).
+    The session history is every line of ``sessions.jsonl``, then ``sessions``, then
+    ``session``, each session once (by ``session_id``).  Per metric, the history holds
+    the calibration pairs of its current version, oldest first: a report may read the
+    whole log, unlike ``status`` and promotion.  ``calibrator`` is accepted for callers
+    that hold one; its gate, when set, overrides the registry's for every metric.
+    """
+    store = registry.store
+    override = getattr(calibrator, "gate", None) if calibrator is not None else None
+    names = list(registry.names())
+    metrics: list[dict[str, Any]] = []
+    versions: dict[str, int] = {}
+    for name in names:
+        spec = registry.spec(name)
+        gate = override if override is not None else registry.gate_for(name)
+        entry = state_json(registry.state(name), gate)
+        entry["spec"] = spec.to_json()
+        metrics.append(entry)
+        versions[name] = spec.version
+
+    calibrations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
+    stored_sessions: list[Mapping[str, Any]] = []
+    if store.exists():
+        if Path(store.calibrations_path).exists():
+            records, _ = store.read_jsonl(store.calibrations_path)
+            for record in records:
+                name = record.get("metric_name")
+                if name in versions and record.get("metric_version") == versions[name]:
+                    calibrations[name].append(_pair_json(record))
+        if Path(store.sessions_path).exists():
+            stored_sessions, _ = store.read_jsonl(store.sessions_path)
+
+    history: list[dict[str, Any]] = []
+    seen: set[object] = set()
+    for item in [*stored_sessions, *sessions, *([session] if session is not None else [])]:
+        key = item.get("session_id")
+        if key is not None and key in seen:
+            continue
+        seen.add(key)
+        history.append(_session_history(item))
+
+    return {
+        "schema_version": REPORT_SCHEMA_VERSION,
+        "generated_at": _now(),
+        "ldd_dir": str(store.ldd_dir),
+        "session": dict(session) if session is not None else None,
+        "metrics": metrics,
+        "history": {"calibrations": calibrations, "sessions": history},
+    }
+
+
+# -- the terminal section --------------------------------------------------------------
+
+
+def session_table(
+    session: Mapping[str, Any], *, verbose: bool = False
+) -> tuple[list[str], list[list[str]], list[Align]]:
+    """Headers, rows and alignment of the per-metric table of a session document."""
+    headers = ["metric", "kind", "v", "state", "n", "MAE"]
+    align: list[Align] = ["<", "<", ">", "<", ">", ">"]
+    if verbose:
+        headers += ["p95", "worst", "window"]
+        align += [">", ">", ">"]
+    headers += ["gate", "+obs", "+pairs", "breaches"]
+    align += ["<", ">", ">", ">"]
+    rows: list[list[str]] = []
+    for m in session.get("metrics") or ():
+        row = [
+            str(m.get("name")),
+            str(m.get("kind", "-")),
+            str(m.get("version", "-")),
+            fmt_state(m.get("state_before"), m.get("state_after")),
+            str(m.get("n", 0)),
+            fmt_error(m.get("mae")),
+        ]
+        if verbose:
+            row += [
+                fmt_error(m.get("p95_error")),
+                fmt_error(m.get("worst_error")),
+                fmt_error(m.get("window_mae")),
+            ]
+        row += [
+            ", ".join(str(g) for g in m.get("gates") or ()) or "-",
+            str(m.get("observations", 0)),
+            str(m.get("pairs", 0)),
+            str(len(m.get("breaches") or ())),
+        ]
+        rows.append(row)
+    return headers, rows, align
+
+
+def breach_text(metric: Mapping[str, Any], breach: Mapping[str, Any]) -> str:
+    """``latency_p99 = 512 ms, limit le 500 (tests/test_x.py::test_a)``."""
+    name = metric.get("name")
+    unit = metric.get("unit") or ""
+    where = f" ({breach['nodeid']})" if breach.get("nodeid") else ""
+    value = breach.get("value")
+    if value is None:
+        # ldd.gate() blocks breach by a failed assertion, not by a value.
+        detail = breach.get("message") or breach.get("limit") or "gate breached"
+        return f"{name}: {detail}{where}"
+    shown = fmt_value(value) + (f" {unit}" if unit else "")
+    return f"{name} = {shown}, limit {breach.get('limit')}{where}"
+
+
+def _breach_lines(session: Mapping[str, Any], verbose: bool) -> list[str]:
+    lines: list[str] = []
+    for enforced, label in ((True, "gate failed"), (False, "advisory breach")):
+        found = [
+            f"{label}: {breach_text(m, b)}"
+            for m in session.get("metrics") or ()
+            for b in m.get("breaches") or ()
+            if bool(b.get("enforced")) is enforced
+        ]
+        if not verbose and len(found) > BREACH_LINES:
+            rest = len(found) - BREACH_LINES
+            found = [*found[:BREACH_LINES], f"... and {rest} more (run with -v to list all)"]
+        lines += found
+    return lines
+
+
+def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[str]:
+    """Success rate, cost-of-pass, pass^k and corpus gate lines of a session."""
+    lines: list[str] = []
+    success = corpus.get("task_success")
+    if success:
+        interval = success.get("interval") or [None, None]
+        rate = success.get("success_rate")
+        line = (
+            f"task_success: {success.get('successes')}/{success.get('n')} = "
+            f"{fmt_error(rate) if rate is not None else '-'}"
+        )
+        if interval[0] is not None and interval[1] is not None:
+            line += f" (95% CI {interval[0]:.3f}-{interval[1]:.3f})"
+        lines.append(line)
+    cost = corpus.get("cost_per_success")
+    if cost:
+        pooled = cost.get("pooled")
+        head = (
+            f"{fmt_dollars(pooled)} per successful task"
+            if pooled is not None
+            else "infinite (no successful task)"
+        )
+        per_task = (
+            f" (per task: {fmt_dollars(cost.get('per_task'))})" if "per_task" in cost else ""
+        )
+        lines.append(
+            f"cost-of-pass: {head}{per_task}; total {fmt_dollars(cost.get('total_dollars'))}"
+        )
+    pass_hat = corpus.get("pass_hat_k")
+    if pass_hat:
+        figures = ", ".join(f"k={k} {fmt_error(v)}" for k, v in pass_hat.items())
+        lines.append(f"pass^k: {figures}")
+    by_test = corpus.get("by_test")
+    if verbose and by_test:
+        rows = [
+            [
+                str(test),
+                f"{row.get('successes')}/{row.get('n')}",
+                fmt_error(row.get("success_rate")),
+                fmt_dollars(row.get("total_dollars")),
+                fmt_dollars(row.get("cost_per_success")),
+            ]
+            for test, row in by_test.items()
+        ]
+        lines.append("by test:")
+        lines += format_table(
+            ["test", "success", "rate", "dollars", "cost-of-pass"],
+            rows,
+            ["<", ">", ">", ">", ">"],
+            indent="  ",
+        )
+    for gate in corpus.get("gates") or ():
+        value = fmt_value(gate.get("value")) if gate.get("value") is not None else "inf"
+        what = (
+            f"{gate.get('name')} = {value}, limit {gate.get('op')} {fmt_value(gate.get('limit'))}"
+        )
+        if gate.get("breached") and gate.get("enforced"):
+            lines.append(f"corpus gate failed: {what} (load-bearing)")
+        elif gate.get("breached"):
+            lines.append(f"corpus advisory breach: {what} (state {gate.get('state')})")
+        else:
+            lines.append(f"corpus gate passed: {what} (state {gate.get('state')})")
+    return lines
+
+
+def render_terminal(session: Mapping[str, Any], *, verbose: bool = False) -> list[str]:
+    """The lines of the ``ldd`` terminal section of a session document.
+
+    An aligned row per metric touched, then state changes, gate failures and
+    advisory breaches, then corpus aggregates and corpus gates.  ``verbose`` adds the
+    p95 / worst / window columns, every breach and the per-test corpus table.
+    """
+    lines: list[str] = []
+    if not session.get("recording"):
+        lines.append("not recording (run with --ldd to log calibration pairs)")
+    headers, rows, align = session_table(session, verbose=verbose)
+    if rows:
+        lines += format_table(headers, rows, align)
+    else:
+        lines.append("no metrics observed")
+    changes = session.get("state_changes") or ()
+    if changes:
+        lines.append("state changes:")
+        lines += [f"  {c.get('name')}: {c.get('before')} -> {c.get('after')}" for c in changes]
+    lines += _breach_lines(session, verbose)
+    lines += corpus_lines(session.get("corpus") or {}, verbose=verbose)
+    return lines
+
+
+# -- HTML and writers ------------------------------------------------------------------
+
+
+def render_html(doc: Mapping[str, Any]) -> str:
+    """The report document as a self-contained HTML page (see :mod:`report_html`)."""
+    from pytest_ldd.report_html import render_html as render
+
+    return render(doc)
+
+
+def _write_text(path: str | os.PathLike[str], text: str) -> Path:
+    """Write to a temp file beside ``path`` then replace it: readers never see half."""
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return target
+
+
+def _jsonable(value: Any) -> Any:
+    """Replace non-finite floats (not JSON) with ``None``, recursively."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    return value
+
+
+def dumps(doc: Mapping[str, Any]) -> str:
+    """The document as indented, strictly valid JSON (no NaN / Infinity)."""
+    return json.dumps(_jsonable(doc), indent=2, allow_nan=False) + "\n"
+
+
+def write_json(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> Path:
+    """Write the report document as JSON to ``path`` (temp file, then replace)."""
+    return _write_text(path, dumps(doc))
+
+
+def write_html(path: str | os.PathLike[str], doc: Mapping[str, Any]) -> Path:
+    """Write the report document as a self-contained HTML page to ``path``."""
+    return _write_text(path, render_html(doc))
