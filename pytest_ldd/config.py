@@ -1,0 +1,321 @@
+"""``[tool.ldd]`` settings from ``pyproject.toml``.
+
+Every key is checked: an unknown key or a value of the wrong type raises
+:class:`InvalidSpecError` naming the dotted key and the file, so a typo such as
+``max_mea`` never silently falls back to a default.  See ``docs/configuration.md``.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Final, Literal, final
+
+from pytest_ldd.errors import InvalidSpecError
+from pytest_ldd.metric import MetricSpec
+from pytest_ldd.registry import CalibrationGate
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = [
+    "BOUND_KEYS",
+    "PREDICTORS",
+    "AgentsConfig",
+    "LddConfig",
+    "MetricConfig",
+    "load_config",
+    "load_config_file",
+]
+
+PYPROJECT: Final = "pyproject.toml"
+
+#: Gate bounds on raw values, as in the ``metric`` marker.
+BOUND_KEYS: Final[tuple[str, ...]] = ("le", "lt", "ge", "gt")
+
+#: Predictor names a metric table may set.
+PREDICTORS: Final[tuple[str, ...]] = ("history_mean",)
+
+_TOP_KEYS: Final = ("dir", "calibration", "metrics", "gates", "agents")
+_GATE_KEYS: Final = ("min_n", "max_mae", "max_p95", "max_worst", "window")
+_SPEC_KEYS: Final = ("kind", "unit", "description", "version", "normalize_scale")
+_METRIC_KEYS: Final = (*_SPEC_KEYS, *BOUND_KEYS, "predictor", "check", "calibration")
+_AGENT_KEYS: Final = ("check", "prices", "model")
+_KINDS: Final = ("bounded", "positive", "signed")
+_NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class MetricConfig:
+    """One ``[tool.ldd.metrics.NAME]`` table.
+
+    Spec keys left out are ``None`` (the marker or code may supply them);
+    ``bounds`` holds the ``le``/``lt``/``ge``/``gt`` gate limits on raw values;
+    ``calibration`` is the metric's own gate (the project gate with the table's
+    overrides applied), or ``None`` when the table has no ``calibration`` sub-table.
+    """
+
+    name: str
+    kind: Literal["bounded", "positive", "signed"] | None = None
+    unit: str | None = None
+    description: str | None = None
+    version: int | None = None
+    normalize_scale: float | None = None
+    bounds: Mapping[str, float] = field(default_factory=dict)
+    predictor: Literal["history_mean"] | None = None
+    check: str | None = None
+    calibration: CalibrationGate | None = None
+
+    @property
+    def declares(self) -> bool:
+        """Whether the table declares the metric itself (``kind`` and ``description``)."""
+        return self.kind is not None and self.description is not None
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The spec keys the table sets, as keyword arguments for :class:`MetricSpec`."""
+        values = {key: getattr(self, key) for key in _SPEC_KEYS}
+        return {key: value for key, value in values.items() if value is not None}
+
+    def to_spec(self) -> MetricSpec:
+        """The :class:`MetricSpec` the table declares (needs ``kind`` and ``description``)."""
+        if self.kind is None or self.description is None:
+            missing = [k for k in ("kind", "description") if getattr(self, k) is None]
+            msg = (
+                f"[tool.ldd.metrics.{self.name}] must set {' and '.join(map(repr, missing))} "
+                f"to declare the metric (got {self.spec_fields()!r})"
+            )
+            raise InvalidSpecError(msg)
+        extra = self.spec_fields()
+        return MetricSpec(
+            self.name,
+            self.kind,
+            extra.get("unit", ""),
+            self.description,
+            version=extra.get("version", 1),
+            normalize_scale=extra.get("normalize_scale", 1.0),
+        )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class AgentsConfig:
+    """``[tool.ldd.agents]``: the default checker, price catalog and model."""
+
+    check: str | None = None
+    prices: str | None = None
+    model: str | None = None
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class LddConfig:
+    """The whole ``[tool.ldd]`` table (defaults when there is none).
+
+    ``project`` is the folder relative paths are taken from; ``source`` the file
+    the settings came from (``None`` when no file or table was found).
+    """
+
+    dir: str | None = None
+    calibration: CalibrationGate = field(default_factory=CalibrationGate)
+    metrics: Mapping[str, MetricConfig] = field(default_factory=dict)
+    gates: Mapping[str, Mapping[str, float]] = field(default_factory=dict)
+    agents: AgentsConfig = field(default_factory=AgentsConfig)
+    source: Path | None = None
+    project: Path = field(default_factory=Path)
+
+    @property
+    def ldd_dir(self) -> Path | None:
+        """``dir`` resolved against the project folder, or ``None`` when unset."""
+        return None if self.dir is None else self.project / self.dir
+
+    @property
+    def prices_path(self) -> Path | None:
+        """``agents.prices`` resolved against the project folder, or ``None``."""
+        return None if self.agents.prices is None else self.project / self.agents.prices
+
+    def gate_for(self, name: str) -> CalibrationGate:
+        """The calibration gate of metric ``name``."""
+        metric = self.metrics.get(name)
+        if metric is not None and metric.calibration is not None:
+            return metric.calibration
+        return self.calibration
+
+    def metric_gates(self) -> dict[str, CalibrationGate]:
+        """The per-metric gates, for ``MetricRegistry(gates=...)``."""
+        return {n: m.calibration for n, m in self.metrics.items() if m.calibration is not None}
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_config(project: str | os.PathLike[str]) -> LddConfig:
+    """Read ``[tool.ldd]`` from ``project/pyproject.toml`` (no file or table: defaults)."""
+    folder = Path(project)
+    path = folder / PYPROJECT
+    if not path.is_file():
+        return LddConfig(project=folder)
+    return load_config_file(path)
+
+
+def load_config_file(path: str | os.PathLike[str]) -> LddConfig:
+    """Read ``[tool.ldd]`` from one ``pyproject.toml``-style file."""
+    file = Path(path)
+    try:
+        with file.open("rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as err:
+        msg = f"cannot read {file}: {err.strerror or err}"
+        raise InvalidSpecError(msg) from err
+    except tomllib.TOMLDecodeError as err:
+        msg = f"{file} is not valid TOML: {err}"
+        raise InvalidSpecError(msg) from err
+    tool = data.get("tool", {})
+    reader = _Reader(file)
+    if not isinstance(tool, dict):
+        raise reader.wrong("tool", "a table", tool)
+    table = tool.get("ldd")
+    if table is None:
+        return LddConfig(project=file.parent)
+    return reader.config(table)
+
+
+class _Reader:
+    """Checks one file's ``[tool.ldd]`` table, naming keys as ``tool.ldd.x.y``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def wrong(self, key: str, expected: str, got: object) -> InvalidSpecError:
+        return InvalidSpecError(f"{key!r} in {self.path} must be {expected} (got {got!r})")
+
+    def table(self, key: str, value: object, allowed: tuple[str, ...] | None) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.wrong(key, "a table", value)
+        if allowed is not None:
+            for name in value:
+                if name not in allowed:
+                    msg = (
+                        f"unknown key '{key}.{name}' in {self.path} "
+                        f"(expected one of: {', '.join(allowed)})"
+                    )
+                    raise InvalidSpecError(msg)
+        return value
+
+    def text(self, key: str, value: object) -> str:
+        if not isinstance(value, str) or not value:
+            raise self.wrong(key, "a non-empty string", value)
+        return value
+
+    def integer(self, key: str, value: object, minimum: int) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+            raise self.wrong(key, f"an integer >= {minimum}", value)
+        return value
+
+    def number(self, key: str, value: object, *, positive: bool = False) -> float:
+        if (
+            not isinstance(value, (int, float))
+            or isinstance(value, bool)
+            or not math.isfinite(value)
+            or value < 0
+            or (positive and value == 0)
+        ):
+            raise self.wrong(
+                key, "a finite number > 0" if positive else "a finite number >= 0", value
+            )
+        return float(value)
+
+    def limit(self, key: str, value: object) -> float:
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or math.isnan(value):
+            raise self.wrong(key, "a number", value)
+        return float(value)
+
+    def gate(self, key: str, value: object, base: CalibrationGate) -> CalibrationGate:
+        table = self.table(key, value, _GATE_KEYS)
+        overrides: dict[str, Any] = {}
+        for name, item in table.items():
+            dotted = f"{key}.{name}"
+            if name in ("min_n", "window"):
+                overrides[name] = self.integer(dotted, item, 1)
+            else:
+                overrides[name] = self.number(dotted, item)
+        return replace(base, **overrides)
+
+    def bounds(self, key: str, table: Mapping[str, Any]) -> dict[str, float]:
+        return {b: self.limit(f"{key}.{b}", table[b]) for b in BOUND_KEYS if b in table}
+
+    def metric(self, key: str, name: str, value: object, base: CalibrationGate) -> MetricConfig:
+        if not _NAME_RE.fullmatch(name):
+            raise self.wrong(key, "a metric name of 1-64 chars of [A-Za-z0-9_.-]", name)
+        table = self.table(key, value, _METRIC_KEYS)
+        kind = table.get("kind")
+        if kind is not None and kind not in _KINDS:
+            raise self.wrong(f"{key}.kind", "one of 'bounded', 'positive', 'signed'", kind)
+        predictor = table.get("predictor")
+        if predictor is not None and predictor not in PREDICTORS:
+            raise self.wrong(f"{key}.predictor", "'history_mean'", predictor)
+        opt = table.get
+        unit, description, check = opt("unit"), opt("description"), opt("check")
+        version, scale, calibration = opt("version"), opt("normalize_scale"), opt("calibration")
+        return MetricConfig(
+            name=name,
+            kind=kind,
+            unit=None if unit is None else self.text(f"{key}.unit", unit),
+            description=None
+            if description is None
+            else self.text(f"{key}.description", description),
+            version=None if version is None else self.integer(f"{key}.version", version, 1),
+            normalize_scale=(
+                None
+                if scale is None
+                else self.number(f"{key}.normalize_scale", scale, positive=True)
+            ),
+            bounds=self.bounds(key, table),
+            predictor=predictor,
+            check=None if check is None else self.text(f"{key}.check", check),
+            calibration=(
+                None if calibration is None else self.gate(f"{key}.calibration", calibration, base)
+            ),
+        )
+
+    def config(self, value: object) -> LddConfig:
+        root = "tool.ldd"
+        table = self.table(root, value, _TOP_KEYS)
+        folder = table.get("dir")
+        gate = CalibrationGate()
+        if "calibration" in table:
+            gate = self.gate(f"{root}.calibration", table["calibration"], gate)
+        metrics: dict[str, MetricConfig] = {}
+        if "metrics" in table:
+            for name, item in self.table(f"{root}.metrics", table["metrics"], None).items():
+                metrics[name] = self.metric(f"{root}.metrics.{name}", name, item, gate)
+        gates: dict[str, dict[str, float]] = {}
+        if "gates" in table:
+            for name, item in self.table(f"{root}.gates", table["gates"], None).items():
+                key = f"{root}.gates.{name}"
+                bounds = self.table(key, item, BOUND_KEYS)
+                if not bounds:
+                    raise self.wrong(key, "a table with one of le, lt, ge, gt", bounds)
+                gates[name] = self.bounds(key, bounds)
+        agents = AgentsConfig()
+        if "agents" in table:
+            section = self.table(f"{root}.agents", table["agents"], _AGENT_KEYS)
+            agents = AgentsConfig(
+                **{k: self.text(f"{root}.agents.{k}", v) for k, v in section.items()}
+            )
+        return LddConfig(
+            dir=None if folder is None else self.text(f"{root}.dir", folder),
+            calibration=gate,
+            metrics=metrics,
+            gates=gates,
+            agents=agents,
+            source=self.path,
+            project=self.path.parent,
+        )
