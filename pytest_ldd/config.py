@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, final
 
 from pytest_ldd.errors import InvalidSpecError
-from pytest_ldd.metric import MetricSpec
+from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
 from pytest_ldd.registry import CalibrationGate
 
 if sys.version_info >= (3, 11):
@@ -58,9 +58,10 @@ class MetricConfig:
     """One ``[tool.ldd.metrics.NAME]`` table.
 
     Spec keys left out are ``None`` (the marker or code may supply them);
-    ``bounds`` holds the ``le``/``lt``/``ge``/``gt`` gate limits on raw values;
-    ``calibration`` is the metric's own gate (the project gate with the table's
-    overrides applied), or ``None`` when the table has no ``calibration`` sub-table.
+    ``le``/``lt``/``ge``/``gt`` are gate limits on raw observed values (``None``
+    when unset; :meth:`bounds` collects the set ones); ``calibration`` is the
+    metric's own gate (the project gate with the table's overrides applied), or
+    ``None`` when the table has no ``calibration`` sub-table.
     """
 
     name: str
@@ -69,7 +70,10 @@ class MetricConfig:
     description: str | None = None
     version: int | None = None
     normalize_scale: float | None = None
-    bounds: Mapping[str, float] = field(default_factory=dict)
+    le: float | None = None
+    lt: float | None = None
+    ge: float | None = None
+    gt: float | None = None
     predictor: Literal["history_mean"] | None = None
     check: str | None = None
     calibration: CalibrationGate | None = None
@@ -78,6 +82,20 @@ class MetricConfig:
     def declares(self) -> bool:
         """Whether the table declares the metric itself (``kind`` and ``description``)."""
         return self.kind is not None and self.description is not None
+
+    def bounds(self) -> dict[str, float]:
+        """The gate limits that are set, as ``{"le": 500.0, ...}``."""
+        values = {key: getattr(self, key) for key in BOUND_KEYS}
+        return {key: value for key, value in values.items() if value is not None}
+
+    def metric(self) -> Metric | None:
+        """The metric the table declares, or ``None`` when it sets no ``kind``.
+
+        A table with ``kind`` but no ``description`` is an error (see :meth:`to_spec`).
+        """
+        if self.kind is None:
+            return None
+        return metric_from_spec(self.to_spec())
 
     def spec_fields(self) -> dict[str, Any]:
         """The spec keys the table sets, as keyword arguments for :class:`MetricSpec`."""
@@ -277,7 +295,7 @@ class _Reader:
                 if scale is None
                 else self.number(f"{key}.normalize_scale", scale, positive=True)
             ),
-            bounds=self.bounds(key, table),
+            **self.bounds(key, table),
             predictor=predictor,
             check=None if check is None else self.text(f"{key}.check", check),
             calibration=(
