@@ -51,9 +51,19 @@ def test_huge_and_tiny_weights_stay_finite(parts: list[Metric]) -> None:
 def test_fraction_weights_are_accepted(parts: list[Metric]) -> None:
     tests, latency, _ = parts
     combined = weighted_sum(
-        "q", [(tests, Fraction(1, 3)), (latency, Fraction(2, 3))], description="blend"
+        "q",
+        [(tests, Fraction(1, 3)), (latency, Fraction(2, 3))],  # type: ignore[list-item]
+        description="blend",
     )
     assert combined.spec.components == (("tests", 1 / 3), ("latency", 2 / 3))
+
+
+def test_weighted_mean_of_equal_values_is_exact() -> None:
+    value = 0.9391491627785106
+    weights = [0.6864838541790798, 1.0, 0.7637009951314895, 0.5528595762929651, 1.0]
+    same = [bounded_rate(f"c{i}", lambda _: value, description="constant") for i in range(5)]
+    combined = weighted_sum("q", list(zip(same, weights, strict=True)), description="blend")
+    assert combined.observed(None) == value
 
 
 def test_maximum_and_minimum(parts: list[Metric]) -> None:

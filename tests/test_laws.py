@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -42,6 +43,10 @@ def _weighted(leaf: Leaves, ws: list[float], name: str = "ws") -> CompositeMetri
     return weighted_sum(
         name, list(zip(leaf.metrics, ws, strict=True)), description="weighted mean"
     )
+
+
+def _constant(value: float) -> Callable[[Any], float]:
+    return lambda _theta: value
 
 
 def _combos(leaf: Leaves, ws: list[float]) -> list[CompositeMetric]:
@@ -173,9 +178,21 @@ def test_max_and_min_of_one_component_are_that_component(leaf: Leaves) -> None:
 @LAW
 @given(value=unit_floats, copies=st.integers(min_value=2, max_value=5))
 def test_max_and_min_are_idempotent(value: float, copies: int) -> None:
-    same = [bounded_rate(f"c{i}", lambda _: value, description="constant") for i in range(copies)]
+    same = [bounded_rate(f"c{i}", _constant(value), description="constant") for i in range(copies)]
     assert maximum("mx", same, description="d").observed(None) == value
     assert minimum("mn", same, description="d").observed(None) == value
+
+
+@LAW
+@given(data=st.data(), value=unit_floats, copies=st.integers(min_value=1, max_value=7))
+def test_weighted_sum_of_equal_values_is_that_value(
+    data: st.DataObject, value: float, copies: int
+) -> None:
+    # Rounding in sum(w * v) / sum(w) alone would miss ``value`` by an ulp here.
+    ws = data.draw(weight_lists(copies))
+    same = [bounded_rate(f"c{i}", _constant(value), description="constant") for i in range(copies)]
+    pairs = list(zip(same, ws, strict=True))
+    assert weighted_sum("ws", pairs, description="d").observed(None) == value
 
 
 @LAW
@@ -208,7 +225,7 @@ def test_composite_depends_only_on_component_values(
     values = leaf.values()
     # Constant metrics with the same observed values, of another kind and accessor.
     constants = tuple(
-        bounded_rate(metric.name, lambda _, v=v: v, description="constant")
+        bounded_rate(metric.name, _constant(v), description="constant")
         for metric, v in zip(leaf.metrics, values, strict=True)
     )
     twin = Leaves(constants, {})
