@@ -216,7 +216,7 @@ def test_task_success_score_detail_shows_the_differing_path() -> None:
 def test_recorded_success() -> None:
     assert recorded_success(Episode("t", success=True), None) is True
     assert recorded_success(Episode("t", success=False), "ignored") is False
-    with pytest.raises(InvalidObservationError, match="'t'.*'success'"):
+    with pytest.raises(InvalidObservationError, match=r"'t'.*'success'"):
         recorded_success(Episode("t"), None)
 
 
@@ -228,9 +228,9 @@ def test_run_check_wraps_bools_and_rejects_other_results() -> None:
     assert run_check(lambda ep, gold: True, episode, None) == CheckResult(True)
     assert run_check(lambda ep, gold: CheckResult(False, "no"), episode, None).detail == "no"
     with pytest.raises(InvalidObservationError, match="must return a bool"):
-        run_check(lambda ep, gold: None, episode, None)  # type: ignore[arg-type, return-value]
+        run_check(lambda ep, gold: None, episode, None)  # type: ignore[arg-type]
     with pytest.raises(InvalidObservationError, match="must return a bool"):
-        run_check(lambda ep, gold: 1, episode, None)  # type: ignore[arg-type, return-value]
+        run_check(lambda ep, gold: 1, episode, None)  # type: ignore[arg-type]
 
 
 def test_a_raising_checker_propagates_unchanged() -> None:

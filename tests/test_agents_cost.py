@@ -81,9 +81,9 @@ def test_costs_add_field_by_field_and_sum() -> None:
 
 def test_cost_does_not_add_other_things() -> None:
     with pytest.raises(TypeError):
-        Cost() + 1  # type: ignore[operator]
+        Cost() + 1  # type: ignore[operator, unused-ignore]
     with pytest.raises(TypeError):
-        1 + Cost()  # type: ignore[operator]
+        1 + Cost()  # type: ignore[operator, unused-ignore]
 
 
 # -- from_usage on recorded payloads -------------------------------------------------------
@@ -170,7 +170,11 @@ def test_cached_tokens_beyond_the_prompt_are_an_error() -> None:
     }
     with pytest.raises(InvalidObservationError, match="cached_tokens"):
         Cost.from_usage(usage, "openai")
-    usage = {"input_tokens": 1, "output_tokens": 2, "output_tokens_details": {"reasoning_tokens": 3}}
+    usage = {
+        "input_tokens": 1,
+        "output_tokens": 2,
+        "output_tokens_details": {"reasoning_tokens": 3},
+    }
     with pytest.raises(InvalidObservationError, match="reasoning_tokens"):
         Cost.from_usage(usage, "openai")
 
@@ -184,7 +188,11 @@ def test_cached_tokens_beyond_the_prompt_are_an_error() -> None:
         ({"prompt_tokens": -1, "completion_tokens": 0}, "openai", "prompt_tokens"),
         ({"input_tokens": 1.5, "output_tokens": 0}, "anthropic", "input_tokens"),
         (
-            {"input_tokens": 1, "output_tokens": 1, "input_tokens_details": {"cached_tokens": "1"}},
+            {
+                "input_tokens": 1,
+                "output_tokens": 1,
+                "input_tokens_details": {"cached_tokens": "1"},
+            },
             "openai",
             "cached_tokens",
         ),

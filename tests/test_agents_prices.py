@@ -25,7 +25,9 @@ def test_rates_fall_back_as_documented() -> None:
 
 
 def test_published_rates_win_over_fallbacks() -> None:
-    price = ModelPrice(input=1e-6, output=4e-6, cached_input=5e-7, cache_write=2e-6, reasoning=8e-6)
+    price = ModelPrice(
+        input=1e-6, output=4e-6, cached_input=5e-7, cache_write=2e-6, reasoning=8e-6
+    )
     assert price.cached_input_rate == 5e-7
     assert price.cache_write_rate == 2e-6
     assert price.reasoning_rate == 8e-6
@@ -174,7 +176,7 @@ def _write(tmp_path: Path, name: str, text: str) -> Path:
             r"'m'.*cache_write_per_million",
         ),
         ('[models."m"]\ninput = 1.0\noutput = 1.0\n', r"'m' must be a table with"),
-        ('[models]\nm = 3\n', r"'m' must be a table with"),
+        ("[models]\nm = 3\n", r"'m' must be a table with"),
         ("[prices]\n", r"must have a \[models\] table"),
         ("[models]\n", "no priced model"),
         ("[models\n", "not valid TOML"),
@@ -229,7 +231,7 @@ def test_mapping_errors(source: Any, match: str) -> None:
 
 
 def test_file_errors(tmp_path: Path) -> None:
-    with pytest.raises(PriceError, match="must end in .toml or .json"):
+    with pytest.raises(PriceError, match=r"must end in \.toml or \.json"):
         load_prices(_write(tmp_path, "prices.yaml", "m: 1"))
     with pytest.raises(PriceError, match="cannot read price file"):
         load_prices(tmp_path / "missing.toml")

@@ -295,7 +295,7 @@ class FinalStateCheck:
     ('shipped' != 'pending')``.
     """
 
-    ignore: tuple[str, ...] = ()
+    ignore: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "ignore", _ignore_patterns(self.ignore))

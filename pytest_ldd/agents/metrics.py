@@ -295,7 +295,9 @@ def pass_at_k(trials: Mapping[str, Sequence[bool]], k: int) -> float:
     over tasks.  A task with fewer than k trials is an error naming it.
     """
     counts = _counts(trials, k, "pass_at_k")
-    return math.fsum(1.0 - math.comb(n - c, k) / math.comb(n, k) for n, c in counts) / len(counts)
+    # One integer division per task: 1 - a/b in floats would round twice.
+    per_task = ((math.comb(n, k) - math.comb(n - c, k)) / math.comb(n, k) for n, c in counts)
+    return math.fsum(per_task) / len(counts)
 
 
 def pass_hat_k(trials: Mapping[str, Sequence[bool]], k: int) -> float:
