@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from numbers import Real
-from typing import TYPE_CHECKING, Any, ClassVar, Final, Literal, final, get_args
+from typing import Any, ClassVar, Final, Literal, final, get_args
 
 from pytest_ldd.errors import (
     CompositionError,
@@ -22,9 +22,6 @@ from pytest_ldd.errors import (
     InvalidObservationError,
     InvalidSpecError,
 )
-
-if TYPE_CHECKING:
-    from pytest_ldd.compose import CompositeMetric
 
 __all__ = [
     "FORBIDDEN_PHRASES",
@@ -151,14 +148,23 @@ def _spec_error(field: str, expected: str, got: object) -> InvalidSpecError:
     return InvalidSpecError(f"MetricSpec {field!r} must be {expected} (got {got!r})")
 
 
+def _finite(value: object) -> float | None:
+    """``value`` as a float when it is a finite real number (not a bool), else ``None``."""
+    if not _is_real(value):
+        return None
+    number = float(value)  # type: ignore[arg-type]  # Real, checked above
+    return number if math.isfinite(number) else None
+
+
 def _check_weight(name: object, weight: object) -> float:
-    if not _is_real(weight) or not math.isfinite(float(weight)) or float(weight) < 0:  # type: ignore[arg-type]
+    number = _finite(weight)
+    if number is None or number < 0:
         msg = (
             f"MetricSpec 'components' weight of {name!r} must be a finite number >= 0 "
             f"(got {weight!r})"
         )
         raise InvalidSpecError(msg)
-    return float(weight)  # type: ignore[arg-type]
+    return number
 
 
 def _check_components(value: object) -> tuple[tuple[str, float], ...]:
@@ -217,10 +223,10 @@ class MetricSpec:
             raise _spec_error("version", "an int >= 1", self.version)
         if self.advisory_only is not True:
             raise _spec_error("advisory_only", "True at construction", self.advisory_only)
-        scale: object = self.normalize_scale
-        if not _is_real(scale) or not math.isfinite(float(scale)) or float(scale) <= 0:  # type: ignore[arg-type]
-            raise _spec_error("normalize_scale", "a finite number > 0", scale)
-        object.__setattr__(self, "normalize_scale", float(scale))  # type: ignore[arg-type]
+        scale = _finite(self.normalize_scale)
+        if scale is None or scale <= 0:
+            raise _spec_error("normalize_scale", "a finite number > 0", self.normalize_scale)
+        object.__setattr__(self, "normalize_scale", scale)
         self._check_composition()
 
     def _check_composition(self) -> None:
@@ -278,8 +284,9 @@ class MetricSpec:
 
         ``source`` names where the data came from, for the error message.
         """
-        if not isinstance(data, Mapping):  # type: ignore[redundant-expr,unused-ignore]
-            msg = f"{source}: a metric spec must be a JSON object (got {data!r})"  # type: ignore[unreachable]
+        data_obj: object = data
+        if not isinstance(data_obj, Mapping):
+            msg = f"{source}: a metric spec must be a JSON object (got {data_obj!r})"
             raise InvalidSpecError(msg)
         expected = [f.name for f in fields(cls)]
         for key in data:
@@ -559,6 +566,7 @@ def metric_from_spec(spec: MetricSpec, components: Mapping[str, Metric] | None =
     """
     if spec.composition is None or spec.components is None:
         return _PLAIN[spec.kind](spec)
+    # Imported here: compose.py builds on this module, so a top-level import would cycle.
     from pytest_ldd.compose import CompositeMetric
 
     available = components or {}
@@ -572,5 +580,4 @@ def metric_from_spec(spec: MetricSpec, components: Mapping[str, Metric] | None =
     resolved: list[tuple[Metric, float]] = [
         (available[name], weight) for name, weight in spec.components
     ]
-    composite: CompositeMetric = CompositeMetric(spec, resolved)
-    return composite
+    return CompositeMetric(spec, resolved)
