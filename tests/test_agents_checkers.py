@@ -18,6 +18,7 @@ from pytest_ldd.agents import (
     TaskSuccessMetric,
     final_state_diff,
     final_state_match,
+    grade,
     output_match,
     quasi_exact_match,
     recorded_success,
@@ -321,6 +322,10 @@ def test_hidden_tests_name_uses_the_sandbox_lazily(
 
     resolve_checker(f"hidden_tests:{tmp_path}", base_dir="/elsewhere")
     assert made[1].tests == tmp_path
+
+    graded = grade(Episode("t"), None, check="hidden_tests:hidden", base_dir=tmp_path)
+    assert made[2].tests == tmp_path / "hidden"
+    assert (graded.success, graded.detail) == (False, "tests/hidden: 1 of 3 failed")
 
 
 def test_hidden_tests_detail_says_tampered(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, final
@@ -53,6 +54,7 @@ def grade(
     price: ModelPrice | None = None,
     prices: Mapping[str, ModelPrice] | None = None,
     model: str | None = None,
+    base_dir: str | os.PathLike[str] | None = None,
 ) -> GradedEpisode:
     """Grade one episode with *check* and price it.
 
@@ -60,14 +62,14 @@ def grade(
     model is a :class:`~pytest_ldd.errors.PriceError` naming it; with neither *price*
     nor *prices* the dollars are None.  Prices are checked before the checker runs,
     so a bad catalog fails before any (possibly slow) hidden tests.  A checker that
-    raises is not caught.
+    raises is not caught.  *base_dir* resolves a relative ``"hidden_tests:PATH"``.
     """
     given: object = episode
     if not isinstance(given, Episode):
         msg = f"'episode' must be an Episode (got {given!r})"
         raise InvalidObservationError(msg)
     dollars = episode_dollars(episode, price=price, prices=prices, model=model)
-    result = run_check(resolve_checker(check), episode, gold)
+    result = run_check(resolve_checker(check, base_dir=base_dir), episode, gold)
     detail = result.detail or ("passed" if result.passed else "failed")
     return GradedEpisode(episode.task_id, result.passed, dollars, detail)
 
