@@ -225,33 +225,31 @@ def build_report(
     The session history is every line of ``sessions.jsonl``, then ``sessions``, then
     ``session``, each session once (by ``session_id``).  Per metric, the history holds
     the calibration pairs of its current version, oldest first: a report may read the
-    whole log, unlike ``status`` and promotion.  ``calibrator`` is accepted for callers
-    that hold one; its gate, when set, overrides the registry's for every metric.
+    whole log, unlike ``status`` and promotion.  Gates are the registry's
+    (``gate_for``); ``calibrator`` is accepted so callers holding one can pass it, and
+    is not needed: the figures come from the registry's stored state.
     """
+    del calibrator  # the registry already holds every figure the report shows
     store = registry.store
-    override = getattr(calibrator, "gate", None) if calibrator is not None else None
     names = list(registry.names())
     metrics: list[dict[str, Any]] = []
     versions: dict[str, int] = {}
     for name in names:
         spec = registry.spec(name)
-        gate = override if override is not None else registry.gate_for(name)
-        entry = state_json(registry.state(name), gate)
+        entry = state_json(registry.state(name), registry.gate_for(name))
         entry["spec"] = spec.to_json()
         metrics.append(entry)
         versions[name] = spec.version
 
     calibrations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    stored_sessions: list[Mapping[str, Any]] = []
-    if store.exists():
-        if Path(store.calibrations_path).exists():
-            records, _ = store.read_jsonl(store.calibrations_path)
-            for record in records:
-                name = record.get("metric_name")
-                if name in versions and record.get("metric_version") == versions[name]:
-                    calibrations[name].append(_pair_json(record))
-        if Path(store.sessions_path).exists():
-            stored_sessions, _ = store.read_jsonl(store.sessions_path)
+    # Missing files read as empty; nothing is created.
+    for record, _ in store.iter_jsonl(store.calibrations_path):
+        if record is None:
+            continue
+        owner = record.get("metric_name")
+        if isinstance(owner, str) and record.get("metric_version") == versions.get(owner):
+            calibrations[owner].append(_pair_json(record))
+    stored_sessions, _ = store.read_jsonl(store.sessions_path)
 
     history: list[dict[str, Any]] = []
     seen: set[object] = set()

@@ -1,0 +1,517 @@
+"""The ``ldd`` command (also ``python -m pytest_ldd``).
+
+``ldd metric list|status|show|calibrate|verify``, ``ldd report`` and ``ldd demo``.
+Exit codes: 0 ok; 1 a failed check, an unknown metric or an unreadable store; 2 a
+usage error (bad arguments, bad ``[tool.ldd]`` configuration, an invalid value).
+Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO, final
+
+from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, LddError
+
+if TYPE_CHECKING:
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.registry import CalibrationGate, MetricRegistry
+    from pytest_ldd.store import TraceStore
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+
+EXIT_OK = 0
+#: A failed check (verify mismatch), an unknown metric or an unreadable store.
+EXIT_FAILED = 1
+#: Bad arguments, bad configuration or an invalid value: the command was misused.
+EXIT_USAGE = 2
+
+#: Descriptions longer than this are cut in ``ldd metric list``.
+DESCRIPTION_WIDTH = 60
+
+
+class UsageError(LddError):
+    """The command line names something that cannot work (exit code 2)."""
+
+
+def _one_line(text: str) -> str:
+    return " ".join(part.strip() for part in text.splitlines() if part.strip())
+
+
+def _say(text: str, stream: TextIO | None = None) -> None:
+    print(text, file=stream if stream is not None else sys.stdout)
+
+
+def _err(text: str) -> None:
+    print(f"ldd: {_one_line(text)}", file=sys.stderr)
+
+
+# -- opening the project ---------------------------------------------------------------
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Project:
+    """The configuration, store and registry one command works on."""
+
+    config: LddConfig
+    store: TraceStore
+    registry: MetricRegistry
+
+    def gate(self, name: str) -> CalibrationGate:
+        """The calibration gate that decides ``name``'s state."""
+        return self.registry.gate_for(name)
+
+    def require(self, name: str) -> None:
+        """Raise :class:`UnknownMetricError` listing the known names if ``name`` is not one."""
+        from pytest_ldd.errors import UnknownMetricError
+
+        names = sorted(self.registry.names())
+        if name not in names:
+            known = ", ".join(names) if names else f"none registered in {self.store.ldd_dir}"
+            msg = f"unknown metric {name!r} (known: {known})"
+            raise UnknownMetricError(msg, name=name)
+
+
+def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
+    """Read ``[tool.ldd]``, open the store and the registry the way the plugin does."""
+    from pytest_ldd.config import load_config
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.store import TraceStore
+
+    project = Path(args.project).absolute()
+    if not project.is_dir():
+        msg = f"--project must be an existing folder (got {str(project)!r})"
+        raise UsageError(msg)
+    config = load_config(project)
+    if args.ldd_dir is not None:
+        # A command-line path is taken from the current folder, like any other.
+        ldd_dir: Path | None = Path(args.ldd_dir).absolute()
+    else:
+        ldd_dir = config.ldd_dir
+    store = TraceStore(project, ldd_dir=ldd_dir)
+    registry = MetricRegistry(
+        store, gate=config.calibration, gates=config.metric_gates(), read_only=read_only
+    )
+    for name, table in config.metrics.items():
+        try:
+            metric = table.metric()
+            if metric is not None:
+                # Kept in memory when read-only, exactly as a pytest run declares it.
+                registry.register(metric)
+        except LddError as exc:
+            msg = f"[tool.ldd.metrics.{name}] in {config.source}: {exc}"
+            raise UsageError(msg) from exc
+    return Project(config, store, registry)
+
+
+def _registered(project: Project) -> list[str]:
+    """The registered names, or ``[]`` after saying so when there are none."""
+    names = project.registry.names()
+    if not names:
+        _say(f"no metrics registered in {project.store.ldd_dir}")
+    return names
+
+
+# -- verbs -----------------------------------------------------------------------------
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    from pytest_ldd.report import format_table
+
+    project = _open(args)
+    names = _registered(project)
+    if not names:
+        return EXIT_OK
+    rows = []
+    for name in names:
+        spec = project.registry.spec(name)
+        state = project.registry.state(name)
+        description = _one_line(spec.description)
+        if len(description) > DESCRIPTION_WIDTH:
+            cut = description[: DESCRIPTION_WIDTH - 2]
+            description = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "..."
+        rows.append([name, spec.kind, spec.unit, str(spec.version), state.state, description])
+    headers = ["metric", "kind", "unit", "v", "state", "description"]
+    for line in format_table(headers, rows, ["<", "<", "<", ">", "<", "<"]):
+        _say(line)
+    return EXIT_OK
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from pytest_ldd.report import REPORT_SCHEMA_VERSION, gate_json, state_json, status_table
+
+    project = _open(args)
+    names = project.registry.names()
+    states = [state_json(project.registry.state(n), project.gate(n)) for n in names]
+    if args.json:
+        doc = {
+            "schema_version": REPORT_SCHEMA_VERSION,
+            "ldd_dir": str(project.store.ldd_dir),
+            "gate": gate_json(project.config.calibration),
+            "metrics": states,
+        }
+        _say(json.dumps(doc, indent=2, allow_nan=False))
+        return EXIT_OK
+    if not names:
+        _say(f"no metrics registered in {project.store.ldd_dir}")
+        return EXIT_OK
+    for line in status_table(states):
+        _say(line)
+    return EXIT_OK
+
+
+def _cmd_show(args: argparse.Namespace) -> int:
+    from pytest_ldd.report import fmt_error, fmt_value, gate_text
+
+    project = _open(args)
+    project.require(args.name)
+    spec = project.registry.spec(args.name)
+    state = project.registry.state(args.name)
+    gate = project.gate(args.name)
+    components = (
+        ", ".join(f"{c} x {fmt_value(w)}" for c, w in spec.components) if spec.components else "-"
+    )
+    pairs: list[tuple[str, str]] = [
+        ("name", spec.name),
+        ("kind", spec.kind),
+        ("unit", spec.unit),
+        ("version", str(spec.version)),
+        ("description", _one_line(spec.description)),
+        ("normalize_scale", fmt_value(spec.normalize_scale)),
+        ("composition", spec.composition or "-"),
+        ("components", components),
+        (
+            "state",
+            state.state
+            + (
+                " (its gates fail tests)"
+                if state.is_load_bearing
+                else " (advisory: gates only warn)"
+            ),
+        ),
+        ("n", str(state.n)),
+        ("MAE", fmt_error(state.mae)),
+        ("p95 error", fmt_error(state.p95_error)),
+        ("worst error", fmt_error(state.worst_error)),
+        (f"window MAE (last {gate.window})", fmt_error(state.window_mae)),
+        (
+            "gate",
+            gate_text(
+                {
+                    "min_n": gate.min_n,
+                    "max_mae": gate.max_mae,
+                    "max_p95": gate.max_p95,
+                    "max_worst": gate.max_worst,
+                }
+            ),
+        ),
+        ("promoted_at", state.promoted_at or "-"),
+        ("demoted_at", state.demoted_at or "-"),
+    ]
+    width = max(len(key) for key, _ in pairs)
+    for key, value in pairs:
+        _say(f"{(key + ':').ljust(width + 1)}  {value}")
+    return EXIT_OK
+
+
+def _cmd_calibrate(args: argparse.Namespace) -> int:
+    from pytest_ldd.registry import Calibrator
+    from pytest_ldd.report import fmt_error, fmt_value
+
+    project = _open(args, read_only=False)
+    project.require(args.name)
+    gate = project.gate(args.name)
+    before = project.registry.state(args.name)
+    calibrator = Calibrator(project.registry)
+    record = calibrator.log(args.name, args.predicted, args.observed)
+    calibrator.try_promote(args.name)
+    after = project.registry.state(args.name)
+    if after.is_load_bearing and not before.is_load_bearing:
+        _say(
+            f"promoted {args.name!r} to load_bearing "
+            f"(n={after.n}, MAE={fmt_error(after.mae)} <= {fmt_value(gate.max_mae)})"
+        )
+        return EXIT_OK
+    hint = ""
+    if after.state == "insufficient_data":
+        hint = f" (needs n >= {gate.min_n})"
+    elif after.state == "drifting":
+        hint = f" (MAE must be <= {fmt_value(gate.max_mae)})"
+    elif after.state != before.state:
+        hint = f" (was {before.state})"
+    _say(
+        f"logged {args.name!r}: predicted {record.predicted:.3f}, observed "
+        f"{record.observed:.3f} (normalized); n={after.n}, MAE={fmt_error(after.mae)}, "
+        f"state {after.state}{hint}"
+    )
+    return EXIT_OK
+
+
+def _cmd_verify(args: argparse.Namespace) -> int:
+    from pytest_ldd.registry import Calibrator
+
+    project = _open(args)
+    names = project.registry.names()
+    mismatches = Calibrator(project.registry).verify() if names else []
+    if mismatches:
+        for line in mismatches:
+            print(f"mismatch: {_one_line(line)}", file=sys.stderr)
+        count = len(mismatches)
+        _err(f"verify failed: {count} mismatch{'es' if count != 1 else ''}")
+        return EXIT_FAILED
+    _say(f"ok: {len(names)} metric{'s' if len(names) != 1 else ''} verified")
+    return EXIT_OK
+
+
+def _cmd_report(args: argparse.Namespace) -> int:
+    from pytest_ldd.report import build_report, write_html, write_json
+
+    if args.json_path is None and args.html_path is None:
+        msg = "report needs --json FILE, --html FILE or both"
+        raise UsageError(msg)
+    project = _open(args)
+    doc = build_report(project.registry)
+    if args.json_path is not None:
+        _say(f"wrote JSON report to {write_json(args.json_path, doc)}")
+    if args.html_path is not None:
+        _say(f"wrote HTML report to {write_html(args.html_path, doc)}")
+    return EXIT_OK
+
+
+DEMO_HELP = """\
+usage: ldd demo [ARGS...]
+
+Run the bundled demonstration project: a small suite whose metrics go from advisory
+to load-bearing over a few recorded runs.  Arguments are passed to the demo.
+"""
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    rest = list(args.demo_args)
+    try:
+        module = importlib.import_module("pytest_ldd.demo")
+    except ModuleNotFoundError as exc:
+        if exc.name != "pytest_ldd.demo":
+            raise
+        module = None
+    if module is None or not callable(getattr(module, "main", None)):
+        if rest and rest[0] in ("-h", "--help"):
+            _say(DEMO_HELP)
+            return EXIT_OK
+        _err("the demo is not available in this installation (pytest_ldd.demo is missing)")
+        return EXIT_FAILED
+    demo_main: Callable[[Sequence[str]], int] = module.main
+    try:
+        return int(demo_main(rest) or 0)
+    except SystemExit as exc:  # the demo's own argparse: --help or a usage error
+        return _exit_code(exc)
+
+
+# -- the parser ------------------------------------------------------------------------
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Keep the descriptions' paragraphs and examples as written."""
+
+
+def _common() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    group = common.add_argument_group("store")
+    group.add_argument(
+        "--project",
+        default=".",
+        metavar="DIR",
+        help="The project folder: it holds pyproject.toml and the .ldd/ folder "
+        "(default: the current folder).",
+    )
+    group.add_argument(
+        "--ldd-dir",
+        default=None,
+        metavar="DIR",
+        help="The .ldd folder itself, overriding [tool.ldd] dir and <project>/.ldd.",
+    )
+    return common
+
+
+def _version() -> str:
+    import pytest_ldd
+
+    return f"ldd (pytest-ldd) {pytest_ldd.__version__}"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ldd`` command."""
+    common = _common()
+    parser = argparse.ArgumentParser(
+        prog="ldd",
+        formatter_class=_Formatter,
+        description="Calibrated metrics: inspect and calibrate the metrics of a project, "
+        "verify their statistics and write reports.",
+        epilog="Exit codes: 0 ok; 1 a failed check, an unknown metric or an unreadable "
+        "store; 2 a usage error.",
+    )
+    parser.add_argument("--version", action="version", version=_version())
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    metric = commands.add_parser(
+        "metric",
+        help="List, inspect, calibrate and verify metrics.",
+        description="List, inspect, calibrate and verify the metrics registered in the "
+        "project's .ldd/ folder.",
+        formatter_class=_Formatter,
+    )
+    verbs = metric.add_subparsers(dest="verb", metavar="VERB", required=True)
+
+    p = verbs.add_parser(
+        "list",
+        parents=[common],
+        help="List every registered metric with its kind and state.",
+        description="List every registered metric with its kind, unit, version, state "
+        "and description.",
+        formatter_class=_Formatter,
+    )
+    p.set_defaults(handler=_cmd_list)
+
+    p = verbs.add_parser(
+        "status",
+        parents=[common],
+        help="Show each metric's calibration figures and gate.",
+        description="Show each metric's state, number of calibration pairs, MAE, p95 and "
+        "worst error, window MAE and the gate that decides its state.  The figures are "
+        "the stored incremental ones; the log is not re-read.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="Print a JSON document (the default gate and one state object per metric) "
+        "instead of a table.",
+    )
+    p.set_defaults(handler=_cmd_status)
+
+    p = verbs.add_parser(
+        "show",
+        parents=[common],
+        help="Show one metric's spec, state and gate.",
+        description="Show everything known about one metric: its spec, its state and "
+        "calibration figures, and its gate.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("name", metavar="NAME", help="The name of the metric.")
+    p.set_defaults(handler=_cmd_show)
+
+    p = verbs.add_parser(
+        "calibrate",
+        parents=[common],
+        help="Log one (predicted, observed) pair and promote the metric if it passes.",
+        description="Log one calibration pair of raw values (normalized with the metric "
+        "like any pair), then promote the metric to load_bearing if its gate now passes.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("--name", required=True, metavar="NAME", help="The name of the metric.")
+    p.add_argument(
+        "--predicted", required=True, type=float, metavar="F", help="The raw predicted value."
+    )
+    p.add_argument(
+        "--observed", required=True, type=float, metavar="F", help="The raw observed value."
+    )
+    p.set_defaults(handler=_cmd_calibrate)
+
+    p = verbs.add_parser(
+        "verify",
+        parents=[common],
+        help="Recompute every metric's statistics from the log and compare.",
+        description="Recompute every metric's statistics from the whole calibration log "
+        "and compare them with the stored incremental figures.  Exits 1 and prints each "
+        "mismatch on stderr when they differ.",
+        formatter_class=_Formatter,
+    )
+    p.set_defaults(handler=_cmd_verify)
+
+    p = commands.add_parser(
+        "report",
+        parents=[common],
+        help="Write the JSON and/or HTML report of the project's metrics.",
+        description="Write the report of every metric's state, calibration history and "
+        "the corpus aggregates of past sessions: as JSON (schema in docs/report.md), as a "
+        "self-contained HTML page with plots, or both.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("--json", dest="json_path", metavar="FILE", help="Write the JSON report here.")
+    p.add_argument("--html", dest="html_path", metavar="FILE", help="Write the HTML report here.")
+    p.set_defaults(handler=_cmd_report)
+
+    p = commands.add_parser(
+        "demo",
+        add_help=False,
+        help="Run the bundled demonstration project (ldd demo --help for its options).",
+        description="Run the bundled demonstration project.",
+    )
+    p.add_argument("demo_args", nargs=argparse.REMAINDER)
+    p.set_defaults(handler=_cmd_demo)
+    return parser
+
+
+def _show_warning(
+    message: Warning | str,
+    category: type[Warning],
+    filename: str,
+    lineno: int,
+    file: TextIO | None = None,
+    line: str | None = None,
+) -> None:
+    _err(f"warning: {message}")
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return EXIT_OK
+    if isinstance(code, int):
+        return code
+    print(code, file=sys.stderr)
+    return EXIT_FAILED
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``ldd`` command with ``argv`` (default: ``sys.argv[1:]``); return its exit code."""
+    arguments = list(sys.argv[1:] if argv is None else argv)
+    if arguments[:1] == ["demo"]:
+        # Everything after "demo" belongs to the demo, options included (argparse's
+        # REMAINDER would still claim leading "--options" for itself).
+        return _guarded(_cmd_demo, argparse.Namespace(demo_args=arguments[1:]))
+    parser = build_parser()
+    try:
+        args = parser.parse_args(arguments)
+    except SystemExit as exc:  # --help, --version (0) and usage errors (2) from argparse
+        return _exit_code(exc)
+    handler: Callable[[argparse.Namespace], int] = args.handler
+    return _guarded(handler, args)
+
+
+def _guarded(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:
+    """Run ``handler``: errors become one line on stderr and an exit code."""
+    try:
+        with warnings.catch_warnings():
+            # A torn log line warns; show it as one plain line, not Python's format.
+            warnings.showwarning = _show_warning
+            return handler(args)
+    except (UsageError, InvalidSpecError, InvalidObservationError) as exc:
+        _err(str(exc))
+        return EXIT_USAGE
+    except LddError as exc:
+        _err(str(exc))
+        return EXIT_FAILED
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # a bug: still one line, never a traceback
+        _err(f"internal error: {type(exc).__name__}: {exc}")
+        return EXIT_FAILED
