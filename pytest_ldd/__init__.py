@@ -97,9 +97,9 @@ def __getattr__(name: str) -> Any:
     if home is None:
         msg = f"module 'pytest_ldd' has no attribute {name!r}"
         raise AttributeError(msg)
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value
-    return value
+    # Not cached in globals(): the home module stays the single source of the class,
+    # even where a test runner drops and re-imports modules between runs.
+    return getattr(importlib.import_module(home), name)
 
 
 def __dir__() -> list[str]:

@@ -1,1 +1,646 @@
-"""pytest hooks of pytest-ldd (being built)."""
+"""The pytest plugin: hooks only, translating between pytest and the pure modules.
+
+Loaded through the ``pytest11`` entry point ``ldd``; ``-p no:ldd`` turns it off.
+Heavy imports happen inside hooks, so loading the plugin costs next to nothing.
+"""
+
+from __future__ import annotations
+
+import inspect
+import warnings
+from collections.abc import Generator, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_ldd.errors import LddAdvisoryWarning, LddError
+
+if TYPE_CHECKING:
+    from pytest_ldd.gates import Bound
+    from pytest_ldd.recording import Breach, RunContext, SessionLedger, TestRecorder
+    from pytest_ldd.registry import MetricState
+
+__all__ = [
+    "HTML_OPTION",
+    "LDD_DIR_OPTION",
+    "RECORD_OPTION",
+    "REPORT_OPTION",
+    "LddFixture",
+]
+
+#: Option names, importable by tests and other plugins.
+RECORD_OPTION = "--ldd"
+LDD_DIR_OPTION = "--ldd-dir"
+REPORT_OPTION = "--ldd-report"
+HTML_OPTION = "--ldd-html"
+SUMMARY_OPTION = "--ldd-summary"
+
+MARKER_KEYWORDS = (
+    "kind",
+    "unit",
+    "description",
+    "version",
+    "normalize_scale",
+    "le",
+    "lt",
+    "ge",
+    "gt",
+    "predictor",
+    "check",
+)
+_SPEC_KEYWORDS = ("kind", "unit", "description", "version", "normalize_scale")
+
+MARKER_LINE = (
+    "metric(name, *, kind=None, unit=None, description=None, version=1, "
+    "normalize_scale=None, le=None, lt=None, ge=None, gt=None, predictor=None, "
+    "check=None): declare a pytest-ldd metric for this test, with optional gates "
+    "on every observed value (enforced once the metric is load-bearing)."
+)
+
+
+@dataclass(frozen=True)
+class _TestPlan:
+    """What a test's ``metric`` markers declare."""
+
+    names: tuple[str, ...] = ()
+    bounds: dict[str, tuple[Bound, ...]] = field(default_factory=dict)
+    predictors: dict[str, str] = field(default_factory=dict)
+    check: Any = None
+
+
+_SESSION_KEY = pytest.StashKey["LddSession"]()
+_PLAN_KEY = pytest.StashKey[_TestPlan]()
+_RECORDER_KEY = pytest.StashKey["TestRecorder"]()
+
+
+# -- registration ----------------------------------------------------------------
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ldd", "calibrated metrics (pytest-ldd)")
+    group.addoption(
+        RECORD_OPTION,
+        action="store_true",
+        dest="ldd_record",
+        default=False,
+        help=(
+            "Record this session: append observations and calibration pairs to the "
+            ".ldd/ folder and re-evaluate each metric's state at the end. Without it "
+            "nothing under .ldd/ is created or changed; gates still apply."
+        ),
+    )
+    group.addoption(
+        LDD_DIR_OPTION,
+        dest="ldd_dir",
+        metavar="DIR",
+        default=None,
+        help="The .ldd folder to use (default: <rootdir>/.ldd, or [tool.ldd] dir).",
+    )
+    group.addoption(
+        REPORT_OPTION,
+        dest="ldd_report",
+        metavar="FILE.json",
+        default=None,
+        help="Write this session's metrics report as JSON to FILE.json.",
+    )
+    group.addoption(
+        HTML_OPTION,
+        dest="ldd_html",
+        metavar="FILE.html",
+        default=None,
+        help="Write a self-contained HTML report with calibration plots to FILE.html.",
+    )
+    group.addoption(
+        SUMMARY_OPTION,
+        dest="ldd_summary",
+        choices=("auto", "full", "none"),
+        default="auto",
+        help=(
+            "The 'ldd' terminal section: 'auto' shows it when a metric was touched or "
+            "the session records, 'full' always, 'none' never."
+        ),
+    )
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    from pytest_ldd import hookspecs
+
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", MARKER_LINE)
+    session = LddSession(config)
+    config.stash[_SESSION_KEY] = session
+    config.pluginmanager.register(session, "ldd-session")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(_SESSION_KEY, None)
+    if session is not None:
+        config.pluginmanager.unregister(session)
+        del config.stash[_SESSION_KEY]
+
+
+# -- yield tests -----------------------------------------------------------------
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makeitem(
+    collector: pytest.Module | pytest.Class, name: str, obj: object
+) -> list[pytest.Function] | None:
+    """Collect generator test functions, which pytest alone refuses."""
+    func = getattr(obj, "__func__", obj)
+    if not inspect.isgeneratorfunction(func) or not getattr(func, "__test__", True):
+        return None
+    if not collector.istestfunction(obj, name):
+        return None
+    # _genfunctions is how pytest itself turns a test function into items: it applies
+    # parametrize, fixtures and marks, so yield tests behave like any other test.
+    return list(collector._genfunctions(name, func))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run a generator test, treating each yielded value as an observation."""
+    testfunction = pyfuncitem.obj
+    if not inspect.isgeneratorfunction(testfunction):
+        return None
+    funcargs = pyfuncitem.funcargs
+    testargs = {arg: funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
+    generator = testfunction(**testargs)
+    fixture = LddFixture(pyfuncitem)
+    try:
+        for value in generator:
+            fixture._take_yielded(value)
+    finally:
+        generator.close()
+    return True
+
+
+# -- the fixture -----------------------------------------------------------------
+
+
+class LddFixture:
+    """The ``ldd`` fixture: record observations and episodes, scope gates."""
+
+    __slots__ = ("_item",)
+
+    def __init__(self, item: pytest.Item) -> None:
+        self._item = item
+
+    @property
+    def _recorder(self) -> TestRecorder:
+        return _recorder_for(self._item)
+
+    def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
+        """Record one raw observed value of ``name``, with an optional raw prediction."""
+        __tracebackhide__ = True
+        from pytest_ldd.observation import Observation
+
+        try:
+            breaches = self._recorder.observe(name, observed, predicted)
+        except LddError as exc:
+            pytest.fail(str(exc), pytrace=False)
+        self._item.ihook.pytest_ldd_observation(
+            item=self._item, observation=Observation(name, observed, predicted)
+        )
+        _warn_advisory(self._item, breaches)
+
+    def episode(self, episode: Any, gold: Any = None) -> dict[str, Any]:
+        """Grade an agent episode; its success and dollars become observations.
+
+        Returns the scores by metric name.  A failed episode does not fail the
+        test by itself: gates decide.
+        """
+        __tracebackhide__ = True
+        try:
+            scores = self._recorder.episode(episode, gold)
+        except LddError as exc:
+            pytest.fail(f"{episode.task_id}: {exc}", pytrace=False)
+        self._item.ihook.pytest_ldd_episode(
+            item=self._item, episode=episode, gold=gold, scores=scores
+        )
+        return scores
+
+    @contextmanager
+    def gate(self, name: str) -> Iterator[None]:
+        """Enforce the assertions inside only if ``name`` is load-bearing.
+
+        For an advisory metric a failed assertion is caught and reported as an
+        advisory breach; the test goes on.
+        """
+        __tracebackhide__ = True
+        recorder = self._recorder
+        try:
+            recorder.ctx.registry.get(name)
+        except LddError:
+            from pytest_ldd.recording import unknown_metric_message
+
+            pytest.fail(unknown_metric_message(name), pytrace=False)
+        try:
+            yield
+        except AssertionError as exc:
+            detail = str(exc).strip().splitlines()[0] if str(exc).strip() else "assertion failed"
+            breach = recorder.gate_breach(name, detail)
+            if breach.enforced:
+                raise
+            _warn_advisory(self._item, [breach])
+
+    def state(self, name: str) -> MetricState:
+        """The state of ``name`` at session start (the one its gates use)."""
+        __tracebackhide__ = True
+        ctx = self._recorder.ctx
+        state = ctx.start_state(name)
+        if state is not None:
+            return state
+        try:
+            return ctx.registry.state(name)
+        except LddError as exc:
+            pytest.fail(str(exc), pytrace=False)
+
+    def is_load_bearing(self, name: str) -> bool:
+        """Whether ``name`` was load-bearing at session start."""
+        return self.state(name).is_load_bearing
+
+    def _take_yielded(self, value: Any) -> None:
+        __tracebackhide__ = True
+        from pytest_ldd.agents import Episode
+        from pytest_ldd.observation import Observation
+
+        if isinstance(value, Observation):
+            self.observe(value.name, value.observed, value.predicted)
+        elif isinstance(value, Episode):
+            self.episode(value)
+        elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Episode):
+            self.episode(value[0], value[1])
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            names = self._item.stash[_PLAN_KEY].names if _PLAN_KEY in self._item.stash else ()
+            if len(names) != 1:
+                pytest.fail(
+                    f"{self._item.nodeid} yielded a bare number ({value!r}) but has "
+                    f"{len(names)} metric markers: yield Observation(name, value) "
+                    "unless the test has exactly one @pytest.mark.metric",
+                    pytrace=False,
+                )
+            self.observe(names[0], value)
+        else:
+            pytest.fail(
+                f"{self._item.nodeid} yielded a {type(value).__name__} ({value!r:.60}): a "
+                "pytest-ldd test may yield an Observation, an Episode, an (Episode, gold) "
+                "tuple, or a number when it has exactly one @pytest.mark.metric",
+                pytrace=False,
+            )
+
+
+@pytest.fixture
+def ldd(request: pytest.FixtureRequest) -> LddFixture:
+    """Record metric observations and agent episodes from inside a test."""
+    return LddFixture(request.node)
+
+
+def _recorder_for(item: pytest.Item) -> TestRecorder:
+    recorder = item.stash.get(_RECORDER_KEY, None)
+    if recorder is None:
+        session = item.config.stash[_SESSION_KEY]
+        recorder = session.recorder_for(item)
+    return recorder
+
+
+def _warn_advisory(item: pytest.Item, breaches: list[Breach]) -> None:
+    advisory = [b for b in breaches if not b.enforced]
+    if not advisory:
+        return
+    # Advisory means "never fails": a project's `filterwarnings = error` must not turn
+    # this warning into a failure, so it is always shown, never raised.
+    with warnings.catch_warnings():
+        warnings.simplefilter("always", LddAdvisoryWarning)
+        for breach in advisory:
+            item.warn(LddAdvisoryWarning(breach.message))
+
+
+# -- the session -----------------------------------------------------------------
+
+
+class LddSession:
+    """Per-run state of pytest-ldd, registered as the plugin ``ldd-session``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.recording: bool = bool(config.getoption("ldd_record"))
+        self.is_worker = hasattr(config, "workerinput")
+        self.ctx: RunContext | None = None
+        self.ledger: SessionLedger | None = None
+        self.document: dict[str, Any] | None = None
+        self.corpus_bounds: dict[str, tuple[Bound, ...]] = {}
+        self.error: str | None = None
+
+    # -- start ---------------------------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        try:
+            self._start()
+        except LddError as exc:
+            raise pytest.UsageError(f"pytest-ldd: {exc}") from None
+
+    def _start(self) -> None:
+        from pytest_ldd.config import load_config
+        from pytest_ldd.gates import parse_bounds
+        from pytest_ldd.recording import RunContext, SessionLedger, new_session_id
+        from pytest_ldd.registry import Calibrator, MetricRegistry
+        from pytest_ldd.store import TraceStore
+
+        config = self.config
+        rootpath = Path(config.rootpath)
+        ldd_config = load_config(rootpath)
+        option_dir = config.getoption("ldd_dir")
+        if option_dir:
+            ldd_dir = Path(config.invocation_params.dir, option_dir)
+        elif ldd_config.dir:
+            ldd_dir = rootpath / ldd_config.dir
+        else:
+            ldd_dir = rootpath / ".ldd"
+        store = TraceStore(rootpath, ldd_dir=ldd_dir)
+        gates = {
+            name: metric.calibration
+            for name, metric in ldd_config.metrics.items()
+            if metric.calibration is not None
+        }
+        # Workers never write: the controller owns the .ldd folder.
+        read_only = not self.recording or self.is_worker
+        registry = MetricRegistry(
+            store, gate=ldd_config.calibration, gates=gates, read_only=read_only
+        )
+        config_bounds: dict[str, tuple[Bound, ...]] = {}
+        config_predictors: dict[str, str] = {}
+        for name, metric_config in ldd_config.metrics.items():
+            where = f"[tool.ldd.metrics.{name}]"
+            spec_metric = metric_config.metric()
+            if spec_metric is not None:
+                registry.register(spec_metric)
+            bounds = parse_bounds(metric_config.bounds(), where=where)
+            if bounds:
+                config_bounds[name] = bounds
+            if metric_config.predictor:
+                config_predictors[name] = metric_config.predictor
+        for name, options in ldd_config.gates.items():
+            self.corpus_bounds[name] = parse_bounds(options, where=f"[tool.ldd.gates] {name}")
+        config.hook.pytest_ldd_register_metrics(registry=registry)
+
+        workerinput = getattr(config, "workerinput", None)
+        if workerinput is not None and "ldd" in workerinput:
+            from pytest_ldd.registry import MetricState
+
+            shared = workerinput["ldd"]
+            session_id = shared["session_id"]
+            start_states = {
+                name: MetricState.from_json(data) for name, data in shared["states"].items()
+            }
+        else:
+            session_id = new_session_id()
+            start_states = registry.states()
+        self.ctx = RunContext(
+            registry=registry,
+            calibrator=Calibrator(registry),
+            config=ldd_config,
+            session_id=session_id,
+            recording=self.recording,
+            start_states=start_states,
+            config_bounds=config_bounds,
+            config_predictors=config_predictors,
+        )
+        if not self.is_worker:
+            self.ledger = SessionLedger(self.ctx)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_configure_node(self, node: Any) -> None:
+        """Hand the session id and start states to each xdist worker."""
+        if self.ctx is None:
+            return
+        node.workerinput["ldd"] = {
+            "session_id": self.ctx.session_id,
+            "states": {name: s.to_json() for name, s in self.ctx.start_states.items()},
+        }
+
+    # -- collection ------------------------------------------------------------------
+
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        if self.ctx is None:
+            return
+        for item in items:
+            markers = list(item.iter_markers("metric"))
+            if markers:
+                item.stash[_PLAN_KEY] = self._plan(item, markers)
+
+    def _plan(self, item: pytest.Item, markers: list[pytest.Mark]) -> _TestPlan:
+        from pytest_ldd.gates import parse_bounds
+
+        assert self.ctx is not None
+        names: list[str] = []
+        bounds: dict[str, tuple[Bound, ...]] = {}
+        predictors: dict[str, str] = {}
+        check = None
+        # iter_markers yields the closest marker first; declare in source order.
+        for mark in reversed(markers):
+            name = self._marker_name(item, mark)
+            unknown = sorted(set(mark.kwargs) - set(MARKER_KEYWORDS))
+            if unknown:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: unknown keyword {unknown[0]!r} in "
+                    f"@pytest.mark.metric({name!r}) (expected one of: "
+                    f"{', '.join(MARKER_KEYWORDS)})"
+                )
+            try:
+                self._declare(item, name, mark.kwargs)
+                found = parse_bounds(mark.kwargs, where=f"{item.nodeid}: metric {name!r}")
+            except LddError as exc:
+                raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+            if name not in names:
+                names.append(name)
+            if found:
+                bounds[name] = bounds.get(name, ()) + found
+            predictor = mark.kwargs.get("predictor")
+            if predictor is not None:
+                if predictor != "history_mean":
+                    raise pytest.UsageError(
+                        f"{item.nodeid}: keyword 'predictor' of @pytest.mark.metric({name!r}) "
+                        f"must be 'history_mean' (got {predictor!r})"
+                    )
+                predictors[name] = predictor
+            if mark.kwargs.get("check") is not None and (check is None or name == "task_success"):
+                check = mark.kwargs["check"]
+        return _TestPlan(tuple(names), bounds, predictors, check)
+
+    @staticmethod
+    def _marker_name(item: pytest.Item, mark: pytest.Mark) -> str:
+        args = list(mark.args)
+        if "name" in mark.kwargs:
+            args.insert(0, mark.kwargs["name"])
+        if len(args) != 1 or not isinstance(args[0], str):
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.metric takes exactly one positional "
+                f"argument, the metric name (got {mark.args!r})"
+            )
+        return args[0]
+
+    def _declare(self, item: pytest.Item, name: str, kwargs: dict[str, Any]) -> None:
+        """Register what a marker declares, or check it against what is registered."""
+        from pytest_ldd.errors import UnknownMetricError
+        from pytest_ldd.recording import CORPUS_METRICS
+
+        assert self.ctx is not None
+        registry = self.ctx.registry
+        given = {k: kwargs[k] for k in _SPEC_KEYWORDS if kwargs.get(k) is not None}
+        if "kind" in given:
+            registry.register(_metric_from_marker(name, given))
+            return
+        try:
+            spec = registry.spec(name)
+        except UnknownMetricError:
+            if name in CORPUS_METRICS:
+                return  # declared on first graded episode
+            raise pytest.UsageError(
+                f"{item.nodeid}: metric {name!r} is not declared: give "
+                f"@pytest.mark.metric({name!r}, kind=..., description=...) or declare it "
+                f"in [tool.ldd.metrics.{name}]"
+            ) from None
+        for key, value in given.items():
+            if getattr(spec, key) != value:
+                raise pytest.UsageError(
+                    f"{item.nodeid}: keyword {key!r} of @pytest.mark.metric({name!r}) "
+                    f"contradicts the registered spec ({value!r} != {getattr(spec, key)!r}); "
+                    "give the full spec with a higher 'version' to change it"
+                )
+
+    # -- running -----------------------------------------------------------------------
+
+    def recorder_for(self, item: pytest.Item) -> TestRecorder:
+        """The recorder of ``item``, created on first use."""
+        from pytest_ldd.recording import TestRecorder
+
+        if self.ctx is None:
+            raise pytest.UsageError("pytest-ldd is not active in this session")
+        plan = item.stash.get(_PLAN_KEY, None) or _TestPlan()
+        group = getattr(item, "originalname", None) or item.name
+        module = item.nodeid.split("::", 1)[0]
+        recorder = TestRecorder(
+            self.ctx,
+            item.nodeid,
+            bounds=plan.bounds,
+            predictors=plan.predictors,
+            check=plan.check,
+            group=f"{module}::{group}",
+        )
+        item.stash[_RECORDER_KEY] = recorder
+        return recorder
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        result = yield
+        recorder = pyfuncitem.stash.get(_RECORDER_KEY, None)
+        if recorder is not None and recorder.failures:
+            failures, recorder.failures = recorder.failures, []
+            pytest.fail("\n".join(failures), pytrace=False)
+        return result
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        recorder = item.stash.get(_RECORDER_KEY, None)
+        if recorder is not None:
+            payload = recorder.take_payload()
+            if payload is not None:
+                # Plain JSON-able data on the report: xdist carries it to the controller.
+                report.ldd = payload  # type: ignore[attr-defined]
+        return report
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.ledger is None:
+            return
+        payload = getattr(report, "ldd", None)
+        if payload is not None:
+            self.ledger.consume(payload)
+        if report.when == "teardown":
+            self.ledger.count_test()
+
+    # -- end -----------------------------------------------------------------------------
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
+        result = yield
+        if self.ledger is not None and self.ctx is not None:
+            ledger = self.ledger
+            try:
+                ledger.finish(self.corpus_bounds)
+            except LddError as exc:
+                self.error = str(exc)
+            for name, before, after in ledger.state_changes:
+                self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
+            self.document = ledger.document()
+            if self.recording and self.error is None:
+                self.ctx.registry.store.append_sessions([self.document], fsync=True)
+                self.ctx.registry.store.sync()
+            if ledger.corpus_failures:
+                session.testsfailed += 1
+        return result
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.document is None or self.ctx is None:
+            return
+        from pytest_ldd import report
+
+        json_path = self.config.getoption("ldd_report")
+        html_path = self.config.getoption("ldd_html")
+        if json_path or html_path:
+            doc = report.build_report(
+                self.ctx.registry, self.ctx.calibrator, session=self.document
+            )
+            if json_path:
+                report.write_json(Path(self.config.invocation_params.dir, json_path), doc)
+            if html_path:
+                report.write_html(Path(self.config.invocation_params.dir, html_path), doc)
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        mode = self.config.getoption("ldd_summary")
+        doc = self.document
+        if doc is None or mode == "none":
+            return
+        if mode == "auto" and not (doc["metrics"] or doc["corpus"] or self.recording):
+            return
+        from pytest_ldd import report
+
+        terminalreporter.write_sep("=", "ldd")
+        for line in report.render_terminal(doc):
+            terminalreporter.write_line(line)
+        if self.error is not None:
+            terminalreporter.write_line(f"ldd error: {self.error}", red=True)
+        if self.ledger is not None:
+            for failure in self.ledger.corpus_failures:
+                terminalreporter.write_line(failure, red=True, bold=True)
+
+
+def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:
+    from pytest_ldd.errors import InvalidSpecError
+    from pytest_ldd.metric import bounded_rate, positive_count, signed_delta
+
+    kind = given["kind"]
+    factories = {"bounded": bounded_rate, "positive": positive_count, "signed": signed_delta}
+    if kind not in factories:
+        msg = f"keyword 'kind' must be one of bounded, positive, signed (got {kind!r})"
+        raise InvalidSpecError(msg)
+    options: dict[str, Any] = {"description": given.get("description", "")}
+    for key in ("unit", "version", "normalize_scale"):
+        if key in given:
+            options[key] = given[key]
+    if kind == "bounded" and "normalize_scale" in options:
+        msg = f"keyword 'normalize_scale' applies to positive and signed metrics, not {kind!r}"
+        raise InvalidSpecError(msg)
+    return factories[kind](name, **options)

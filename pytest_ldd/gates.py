@@ -1,0 +1,84 @@
+"""Gate bounds (``le``, ``lt``, ``ge``, ``gt``) on raw observed values.
+
+A bound is a fact about one value; whether a breach *fails* anything is decided
+elsewhere, by the metric's state at session start.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, final
+
+from pytest_ldd.errors import InvalidSpecError
+
+__all__ = ["BOUND_KEYS", "Bound", "format_value", "parse_bounds"]
+
+#: The gate keywords, in the order they are reported.
+BOUND_KEYS: tuple[str, ...] = ("le", "lt", "ge", "gt")
+
+_SYMBOL = {"le": "<=", "lt": "<", "ge": ">=", "gt": ">"}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """One limit on a raw value: ``value <op> limit`` must hold."""
+
+    op: str
+    limit: float
+
+    def __post_init__(self) -> None:
+        if self.op not in _SYMBOL:
+            msg = f"gate operator must be one of {', '.join(BOUND_KEYS)} (got {self.op!r})"
+            raise InvalidSpecError(msg)
+        if (
+            isinstance(self.limit, bool)
+            or not isinstance(self.limit, (int, float))
+            or math.isnan(self.limit)
+        ):
+            msg = f"gate {self.op!r} must be a number (got {self.limit!r})"
+            raise InvalidSpecError(msg)
+
+    def holds(self, value: float) -> bool:
+        """True when ``value`` satisfies this bound."""
+        if self.op == "le":
+            return value <= self.limit
+        if self.op == "lt":
+            return value < self.limit
+        if self.op == "ge":
+            return value >= self.limit
+        return value > self.limit
+
+    def __str__(self) -> str:
+        return f"{self.op} {format_value(self.limit)}"
+
+
+def parse_bounds(options: Mapping[str, Any], *, where: str) -> tuple[Bound, ...]:
+    """The bounds among ``options`` (other keys are ignored), validated.
+
+    ``where`` names the source in error messages, e.g. ``"test_x: metric 'latency'"``.
+    """
+    bounds = []
+    for key in BOUND_KEYS:
+        if key in options and options[key] is not None:
+            limit = options[key]
+            if isinstance(limit, bool) or not isinstance(limit, (int, float)):
+                msg = f"{where}: gate {key!r} must be a number (got {limit!r})"
+                raise InvalidSpecError(msg)
+            bounds.append(Bound(key, float(limit)))
+    return tuple(bounds)
+
+
+def format_value(value: float) -> str:
+    """A compact, exact-enough rendering of a number: ``512``, ``0.15``, ``inf``."""
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.6g}"
+
+
+def describe(bounds: Iterable[Bound]) -> str:
+    """``"le 500, ge 0"`` for a summary cell; ``"-"`` when there are none."""
+    text = ", ".join(str(b) for b in bounds)
+    return text or "-"

@@ -1,0 +1,595 @@
+"""What one pytest session records: per-test accumulation and the session ledger.
+
+This module is pure (no pytest import).  ``plugin.py`` creates one
+:class:`RunContext` per process, one :class:`TestRecorder` per test item, and,
+in the process that owns the ``.ldd/`` folder (the only process under
+``pytest -p no:xdist``, the controller under xdist), one :class:`SessionLedger`.
+
+A test's recorder hands its work over as a JSON-able *payload* attached to the
+test's reports; the ledger consumes payloads.  The same path serves serial runs
+and xdist, so both record exactly the same data.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
+from pytest_ldd.estimator import MeanHistoryEstimator
+from pytest_ldd.gates import Bound, describe, format_value
+
+if TYPE_CHECKING:
+    from pytest_ldd.agents.corpus import CorpusTally
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.registry import Calibrator, MetricRegistry, MetricState
+
+__all__ = [
+    "CORPUS_METRICS",
+    "SESSION_KEY",
+    "Breach",
+    "RunContext",
+    "SessionLedger",
+    "TestRecorder",
+    "new_session_id",
+    "utc_now",
+]
+
+#: The history key under which corpus metrics keep their per-session aggregates.
+SESSION_KEY = "<session>"
+
+#: Corpus metrics the agents integration observes per episode and aggregates per session.
+CORPUS_METRICS = ("task_success", "cost_per_success")
+
+PREDICTORS = ("history_mean",)
+
+
+def utc_now() -> str:
+    """The current UTC time as ``YYYY-MM-DDTHH:MM:SSZ``."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def new_session_id() -> str:
+    """A sortable, unique session id: ``20261201T083000Z-3f2a9c``."""
+    return time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()) + "-" + secrets.token_hex(3)
+
+
+def unknown_metric_message(name: str) -> str:
+    """The failure text for logging a metric nobody declared."""
+    return (
+        f"unknown metric {name!r}: declare it with @pytest.mark.metric(...) "
+        f"or [tool.ldd.metrics.{name}]"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Breach:
+    """One observed value outside one of its gate bounds."""
+
+    metric: str
+    value: float | None
+    #: ``"le 500"`` for a bound, ``"assertion"`` for an ``ldd.gate()`` block.
+    limit: str
+    enforced: bool
+    message: str
+    nodeid: str
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form carried in payloads and reports."""
+        return {
+            "metric": self.metric,
+            "value": None if self.value is None else _json_number(self.value),
+            "limit": self.limit,
+            "enforced": self.enforced,
+            "message": self.message,
+            "nodeid": self.nodeid,
+        }
+
+
+def _json_number(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
+def _state_name(state: MetricState | None) -> str:
+    return state.state if state is not None else "insufficient_data"
+
+
+def _fmt_mae(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
+
+
+@dataclass(slots=True)
+class RunContext:
+    """Everything a process needs to record tests: one per process and session."""
+
+    registry: MetricRegistry
+    calibrator: Calibrator
+    config: LddConfig
+    session_id: str
+    recording: bool
+    #: States at session start; gates are enforced from these only.
+    start_states: dict[str, MetricState]
+    #: Gate bounds from ``[tool.ldd.metrics.NAME]``, applied in every test.
+    config_bounds: dict[str, tuple[Bound, ...]] = field(default_factory=dict)
+    #: Predictors from ``[tool.ldd.metrics.NAME]``.
+    config_predictors: dict[str, str] = field(default_factory=dict)
+    _prices: Any = None
+
+    def is_load_bearing(self, name: str) -> bool:
+        """Whether ``name`` was load-bearing when the session started."""
+        state = self.start_states.get(name)
+        return state is not None and state.is_load_bearing
+
+    def start_state(self, name: str) -> MetricState | None:
+        """The state of ``name`` at session start (None for a metric new this session)."""
+        return self.start_states.get(name)
+
+    def prices(self) -> Any:
+        """The ``[tool.ldd.agents] prices`` catalog, loaded once (None when unset)."""
+        if self._prices is None and self.config.agents.prices:
+            from pytest_ldd.agents import load_prices
+
+            source = self.config.agents.prices
+            base = self.config.source.parent if self.config.source is not None else None
+            path = (base / source) if base is not None else source
+            self._prices = load_prices(path)
+        return self._prices
+
+    def history_window(self, name: str) -> int:
+        """The predictor window of ``name``: its calibration window."""
+        return int(self.registry.gate_for(name).window)
+
+
+class TestRecorder:
+    """Accumulates what one test observes; hands it over as payloads."""
+
+    __test__ = False  # not a test class, whatever pytest's name pattern says
+
+    def __init__(
+        self,
+        ctx: RunContext,
+        nodeid: str,
+        *,
+        bounds: Mapping[str, Sequence[Bound]] | None = None,
+        predictors: Mapping[str, str] | None = None,
+        check: Any = None,
+        group: str = "",
+    ) -> None:
+        self.ctx = ctx
+        self.nodeid = nodeid
+        self.bounds = {k: tuple(v) for k, v in (bounds or {}).items()}
+        self.predictors = dict(predictors or {})
+        self.check = check
+        self.group = group or nodeid
+        self.failures: list[str] = []
+        self._history: dict[str, list[float]] = {}
+        self._sent_specs: set[str] = set()
+        self._reset()
+
+    def _reset(self) -> None:
+        self._observations: list[dict[str, Any]] = []
+        self._pairs: list[dict[str, Any]] = []
+        self._breaches: list[Breach] = []
+        self._history_out: list[list[Any]] = []
+        self._specs: dict[str, dict[str, Any]] = {}
+        self._gates: dict[str, list[str]] = {}
+        self._tally: CorpusTally | None = None
+
+    # -- observing ---------------------------------------------------------------
+
+    def observe(self, name: str, observed: Any, predicted: Any = None) -> list[Breach]:
+        """Validate and record one observation; returns the breaches it caused.
+
+        Raises :class:`UnknownMetricError` or :class:`InvalidObservationError`;
+        the plugin turns them into a failure of the test.
+        """
+        try:
+            metric = self.ctx.registry.get(name)
+        except UnknownMetricError:
+            raise UnknownMetricError(unknown_metric_message(name), name=name) from None
+        calibrator = self.ctx.calibrator
+        obs = calibrator.make_observation(
+            name, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
+        )
+        raw_value = _raw_number(observed, obs.normalized)
+        predictor = self.predictors.get(name) or self.ctx.config_predictors.get(name)
+        if predicted is None and predictor == "history_mean":
+            history = self._history_for(name)
+            guess = MeanHistoryEstimator(window=self.ctx.history_window(name)).predict(history)
+            predicted = guess.value
+        pair = None
+        if predicted is not None:
+            pair = calibrator.make_record(
+                name, predicted, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
+            )
+        # Everything validated: only now does anything count.
+        if name not in self._sent_specs:
+            self._specs[name] = metric.spec.to_json()
+            self._sent_specs.add(name)
+        self._observations.append(obs.to_json())
+        if pair is not None:
+            self._pairs.append(pair.to_json())
+        if predictor == "history_mean":
+            self._history_for(name).append(raw_value)
+            self._history_out.append([name, self.nodeid, raw_value])
+        return self._check_gates(name, raw_value, metric.spec.unit)
+
+    def _history_for(self, name: str) -> list[float]:
+        if name not in self._history:
+            self._history[name] = list(self.ctx.registry.history(name, self.nodeid))
+        return self._history[name]
+
+    def _check_gates(self, name: str, value: float, unit: str) -> list[Breach]:
+        bounds = self.bounds.get(name, ()) + self.ctx.config_bounds.get(name, ())
+        if bounds and name not in self._gates:
+            self._gates[name] = [str(b) for b in bounds]
+        found = []
+        for bound in bounds:
+            if bound.holds(value):
+                continue
+            enforced = self.ctx.is_load_bearing(name)
+            message = gate_message(name, value, unit, bound, self.ctx.start_state(name))
+            breach = Breach(name, value, str(bound), enforced, message, self.nodeid)
+            found.append(breach)
+            self._breaches.append(breach)
+            if enforced:
+                self.failures.append(message)
+        return found
+
+    def gate_breach(self, name: str, detail: str) -> Breach:
+        """Record a failed assertion inside ``ldd.gate(name)``."""
+        enforced = self.ctx.is_load_bearing(name)
+        state = self.ctx.start_state(name)
+        if enforced:
+            assert state is not None
+            message = (
+                f"ldd gate failed: {name}: {detail} "
+                f"(load-bearing: n={state.n}, MAE={_fmt_mae(state.mae)})"
+            )
+        else:
+            n = state.n if state is not None else 0
+            mae = state.mae if state is not None else None
+            message = (
+                f"ldd advisory breach: {name}: {detail} "
+                f"(advisory: {_state_name(state)}, n={n}, MAE={_fmt_mae(mae)})"
+            )
+        breach = Breach(name, None, "assertion", enforced, message, self.nodeid)
+        self._breaches.append(breach)
+        metric = self.ctx.registry.get(name)
+        if name not in self._sent_specs:
+            self._specs[name] = metric.spec.to_json()
+            self._sent_specs.add(name)
+        return breach
+
+    # -- episodes ----------------------------------------------------------------
+
+    def episode(self, episode: Any, gold: Any = None) -> dict[str, Any]:
+        """Grade one agent episode, observe its success and dollars; returns the scores."""
+        from pytest_ldd.agents import Score
+        from pytest_ldd.agents.corpus import CorpusTally, grade
+
+        check = self.check or self.ctx.config.agents.check
+        if check is None:
+            check = "recorded" if gold is None else "output"
+        graded = grade(
+            episode,
+            gold,
+            check=check,
+            prices=self.ctx.prices(),
+            model=self.ctx.config.agents.model,
+        )
+        self.ctx_register_corpus_metrics()
+        self.observe("task_success", 1.0 if graded.success else 0.0)
+        scores = {
+            "task_success": Score(1.0 if graded.success else 0.0, graded.detail, True),
+        }
+        if graded.dollars is not None:
+            self.observe("cost_per_success", graded.dollars)
+            scores["cost_per_success"] = Score(graded.dollars, graded.detail, False)
+        if self._tally is None:
+            self._tally = CorpusTally()
+        self._tally.add(
+            task_id=str(episode.task_id),
+            success=graded.success,
+            dollars=graded.dollars,
+            group=self.group,
+        )
+        return scores
+
+    def ctx_register_corpus_metrics(self) -> None:
+        """Declare the corpus metrics the first time an episode is graded."""
+        registry = self.ctx.registry
+        known = set(registry.names())
+        if all(name in known for name in CORPUS_METRICS):
+            return
+        from pytest_ldd.metric import bounded_rate, positive_count
+
+        if "task_success" not in known:
+            registry.register(
+                bounded_rate(
+                    "task_success",
+                    description="fraction of agent tasks whose checker accepted the result",
+                )
+            )
+        if "cost_per_success" not in known:
+            registry.register(
+                positive_count(
+                    "cost_per_success",
+                    description="US dollars spent per successfully completed agent task",
+                    unit="USD",
+                    normalize_scale=1.0,
+                )
+            )
+
+    # -- hand-over ---------------------------------------------------------------
+
+    def take_payload(self) -> dict[str, Any] | None:
+        """What was recorded since the last call, as JSON-able data (None if nothing)."""
+        if not (self._observations or self._breaches or self._tally is not None):
+            return None
+        payload: dict[str, Any] = {
+            "specs": list(self._specs.values()),
+            "observations": self._observations,
+            "pairs": self._pairs,
+            "breaches": [b.to_json() for b in self._breaches],
+            "history": self._history_out,
+            "gates": self._gates,
+            "episodes": self._tally.to_json() if self._tally is not None else None,
+        }
+        self._reset()
+        return payload
+
+
+def _raw_number(observed: Any, normalized: float) -> float:
+    """The raw value gates compare: the number itself, or the rate of a pair."""
+    if isinstance(observed, (int, float)) and not isinstance(observed, bool):
+        return float(observed)
+    return normalized
+
+
+def gate_message(
+    name: str, value: float, unit: str, bound: Bound, state: MetricState | None
+) -> str:
+    """``ldd gate failed: latency_p99 = 512 ms, limit le 500 (load-bearing: n=12, MAE=0.041)``."""
+    shown = format_value(value) + ("" if unit in ("", "dimensionless") else f" {unit}")
+    if state is not None and state.is_load_bearing:
+        return (
+            f"ldd gate failed: {name} = {shown}, limit {bound} "
+            f"(load-bearing: n={state.n}, MAE={_fmt_mae(state.mae)})"
+        )
+    n = state.n if state is not None else 0
+    return (
+        f"ldd advisory breach: {name} = {shown}, limit {bound} "
+        f"(advisory: {_state_name(state)}, n={n}, MAE={_fmt_mae(state.mae if state else None)})"
+    )
+
+
+@dataclass(slots=True)
+class _MetricTouch:
+    observations: int = 0
+    pairs: int = 0
+    breaches: list[dict[str, Any]] = field(default_factory=list)
+    gates: set[str] = field(default_factory=set)
+
+
+class SessionLedger:
+    """The single writer of a session: consumes payloads, ends the session."""
+
+    def __init__(self, ctx: RunContext, *, started_at: str | None = None) -> None:
+        self.ctx = ctx
+        self.started_at = started_at or utc_now()
+        self.touched: dict[str, _MetricTouch] = {}
+        self.history: dict[tuple[str, str], list[float]] = {}
+        self.tests = 0
+        self.observations = 0
+        self.pairs = 0
+        self._tally: CorpusTally | None = None
+        self._known_specs: set[str] = set(ctx.registry.names())
+        self.state_changes: list[tuple[str, MetricState | None, MetricState]] = []
+        self.corpus: dict[str, Any] = {}
+        self.corpus_failures: list[str] = []
+
+    def consume(self, payload: Mapping[str, Any]) -> None:
+        """Write one payload (recording) and count it; called once per payload."""
+        ctx = self.ctx
+        for spec_json in payload.get("specs", ()):
+            name = spec_json["name"]
+            if name not in self._known_specs:
+                from pytest_ldd.metric import MetricSpec
+
+                ctx.registry.register(MetricSpec.from_json(spec_json, source="test report"))
+                self._known_specs.add(name)
+        observations = payload.get("observations", ())
+        pairs = payload.get("pairs", ())
+        if ctx.recording:
+            from pytest_ldd.registry import CalibrationRecord, ObservationRecord
+
+            if observations:
+                ctx.calibrator.log_observations(
+                    [ObservationRecord.from_json(o) for o in observations]
+                )
+            if pairs:
+                ctx.calibrator.log_many([CalibrationRecord.from_json(p) for p in pairs])
+        for o in observations:
+            self._touch(o["metric_name"]).observations += 1
+        for p in pairs:
+            self._touch(p["metric_name"]).pairs += 1
+        for b in payload.get("breaches", ()):
+            self._touch(b["metric"]).breaches.append(dict(b))
+        for name, limits in payload.get("gates", {}).items():
+            self._touch(name).gates.update(limits)
+        for name, key, value in payload.get("history", ()):
+            self.history.setdefault((name, key), []).append(float(value))
+        self.observations += len(observations)
+        self.pairs += len(pairs)
+        episodes = payload.get("episodes")
+        if episodes is not None:
+            from pytest_ldd.agents.corpus import CorpusTally
+
+            part = CorpusTally.from_json(episodes)
+            if self._tally is None:
+                self._tally = part
+            else:
+                self._tally.merge(part)
+
+    def _touch(self, name: str) -> _MetricTouch:
+        if name not in self.touched:
+            self.touched[name] = _MetricTouch()
+        return self.touched[name]
+
+    def count_test(self) -> None:
+        """One more test finished."""
+        self.tests += 1
+
+    # -- session end ---------------------------------------------------------------
+
+    def finish(self, corpus_gates: Mapping[str, Sequence[Bound]] | None = None) -> None:
+        """Corpus pairs, state re-evaluation, the corpus gates; writes when recording."""
+        ctx = self.ctx
+        corpus_gates = corpus_gates or {}
+        if self._tally is not None:
+            summary = self._tally.summary()
+            self.corpus = dict(summary)
+            aggregates = {
+                "task_success": summary.get("success_rate"),
+                "cost_per_success": _inf_if_none(summary.get("cost_per_success")),
+            }
+            pairs = []
+            for name in CORPUS_METRICS:
+                value = aggregates[name]
+                if value is None or name not in ctx.registry.names():
+                    continue
+                if name == "cost_per_success" and summary.get("total_dollars") is None:
+                    continue
+                touch = self._touch(name)
+                past = list(ctx.registry.history(name, SESSION_KEY))
+                guess = MeanHistoryEstimator(window=ctx.history_window(name)).predict(past)
+                if guess.value is not None:
+                    pairs.append(
+                        ctx.calibrator.make_record(
+                            name, guess.value, value, session_id=ctx.session_id, nodeid=None
+                        )
+                    )
+                    touch.pairs += 1
+                    self.pairs += 1
+                self.history.setdefault((name, SESSION_KEY), []).append(value)
+            if ctx.recording and pairs:
+                ctx.calibrator.log_many(pairs)
+            self.corpus["gates"] = self._corpus_gates(aggregates, corpus_gates)
+        elif corpus_gates:
+            self.corpus = {}
+        if ctx.recording:
+            before = {name: ctx.registry.state(name) for name in self.touched}
+            changes = ctx.calibrator.update(list(self.touched), history=self.history)
+            self.state_changes = [(name, before.get(name, old), new) for name, old, new in changes]
+
+    def _corpus_gates(
+        self, aggregates: Mapping[str, float | None], gates: Mapping[str, Sequence[Bound]]
+    ) -> list[dict[str, Any]]:
+        rows = []
+        for name, bounds in gates.items():
+            value = aggregates.get(name)
+            if value is None:
+                continue
+            state = self.ctx.start_state(name)
+            for bound in bounds:
+                breached = not bound.holds(value)
+                enforced = self.ctx.is_load_bearing(name)
+                rows.append(
+                    {
+                        "name": name,
+                        "op": bound.op,
+                        "limit": bound.limit,
+                        "value": _json_number(value),
+                        "state": _state_name(state),
+                        "enforced": enforced,
+                        "breached": breached,
+                    }
+                )
+                if breached and enforced:
+                    assert state is not None
+                    self.corpus_failures.append(
+                        f"ldd corpus gate failed: {name} = {format_value(value)}, "
+                        f"limit {bound} (load-bearing: n={state.n}, MAE={_fmt_mae(state.mae)})"
+                    )
+        return rows
+
+    def document(self) -> dict[str, Any]:
+        """The session document (see docs/report.md)."""
+        ctx = self.ctx
+        changed = {name: (before, after) for name, before, after in self.state_changes}
+        metrics = []
+        for name in sorted(self.touched):
+            touch = self.touched[name]
+            try:
+                spec = ctx.registry.spec(name)
+                state = ctx.registry.state(name)
+                gate = ctx.registry.gate_for(name)
+            except UnknownMetricError:
+                continue
+            before = ctx.start_state(name)
+            after = changed[name][1] if name in changed else state
+            metrics.append(
+                {
+                    "name": name,
+                    "kind": spec.kind,
+                    "unit": spec.unit,
+                    "version": spec.version,
+                    "state_before": _state_name(before),
+                    "state_after": after.state,
+                    "n": after.n,
+                    "mae": after.mae,
+                    "window_mae": after.window_mae,
+                    "p95_error": after.p95_error,
+                    "worst_error": after.worst_error,
+                    "max_mae": gate.max_mae,
+                    "min_n": gate.min_n,
+                    "gates": sorted(touch.gates | {b["limit"] for b in touch.breaches}),
+                    "observations": touch.observations,
+                    "pairs": touch.pairs,
+                    "breaches": [
+                        {k: b[k] for k in ("nodeid", "value", "limit", "enforced")}
+                        for b in touch.breaches
+                    ],
+                }
+            )
+        breaches = [b for t in self.touched.values() for b in t.breaches]
+        return {
+            "schema_version": 1,
+            "session_id": ctx.session_id,
+            "started_at": self.started_at,
+            "ended_at": utc_now(),
+            "recording": ctx.recording,
+            "ldd_dir": str(ctx.registry.store.ldd_dir),
+            "counts": {
+                "tests": self.tests,
+                "observations": self.observations,
+                "pairs": self.pairs,
+                "gate_failures": sum(1 for b in breaches if b["enforced"])
+                + len(self.corpus_failures),
+                "advisory_breaches": sum(1 for b in breaches if not b["enforced"]),
+            },
+            "metrics": metrics,
+            "state_changes": [
+                {"name": name, "before": _state_name(before), "after": after.state}
+                for name, before, after in self.state_changes
+            ],
+            "corpus": self.corpus,
+        }
+
+
+def _inf_if_none(value: Any) -> float | None:
+    if value is None:
+        return math.inf
+    return float(value)
+
+
+def check_observation_type(value: Any) -> None:
+    """Reject what can never be an observation before anything else looks at it."""
+    if isinstance(value, bool) or value is None:
+        msg = f"an observed value must be a number (got {value!r})"
+        raise InvalidObservationError(msg)
