@@ -12,8 +12,11 @@ from typing import Any
 
 import pytest
 
+from pytest_ldd import Calibrator, MetricRegistry, TraceStore, bounded_rate, positive_count
+from pytest_ldd.registry import CalibrationGate
 from pytest_ldd.report import (
     BREACH_LINES,
+    build_report,
     dumps,
     format_table,
     render_html,
@@ -558,3 +561,155 @@ def test_write_html_overwrites(tmp_path: Path) -> None:
     write_html(target, hand_doc())
     assert target.read_text().startswith("<!DOCTYPE html>")
     assert [p.name for p in tmp_path.iterdir()] == ["report.html"]
+
+
+# -- build_report with a real registry ---------------------------------------------------------
+
+
+def accuracy(version: int = 1) -> Any:
+    return bounded_rate(
+        "accuracy", description="Share of answers matching the reference.", version=version
+    )
+
+
+def latency() -> Any:
+    return positive_count(
+        "latency_ms", description="Time to first byte.", unit="ms", normalize_scale=1000.0
+    )
+
+
+def stored_session(sid: str, rate: float) -> dict[str, Any]:
+    return {
+        "schema_version": 1,
+        "session_id": sid,
+        "started_at": "2026-12-01T08:00:00Z",
+        "ended_at": "2026-12-01T08:00:09Z",
+        "recording": True,
+        "counts": {"tests": 1},
+        "metrics": [],
+        "state_changes": [],
+        "corpus": {
+            "task_success": {"n": 10, "successes": 7, "success_rate": rate, "interval": [0.4, 0.9]}
+        },
+    }
+
+
+def test_build_report_document(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    registry = MetricRegistry(store, gates={"latency_ms": CalibrationGate(min_n=3)})
+    registry.register(accuracy())
+    registry.register(latency())
+    calibrator = Calibrator(registry)
+    for observed in (0.5, 0.6, 0.7):
+        calibrator.log("accuracy", 0.6, observed, session_id="s1", nodeid="t.py::a")
+    calibrator.log("latency_ms", 100, 120)
+    calibrator.update()
+    store.append_sessions([stored_session("s1", 0.7)])
+
+    doc = build_report(
+        registry,
+        calibrator,
+        session=session(session_id="s3"),
+        sessions=[stored_session("s1", 0.7), stored_session("s2", 0.5)],
+    )
+    assert list(doc) == [
+        "schema_version",
+        "generated_at",
+        "ldd_dir",
+        "session",
+        "metrics",
+        "history",
+    ]
+    assert doc["schema_version"] == 1
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ", doc["generated_at"])
+    assert doc["ldd_dir"] == str(tmp_path / ".ldd")
+    assert doc["session"]["session_id"] == "s3"
+    first, second = doc["metrics"]
+    assert list(first) == [
+        "name",
+        "version",
+        "state",
+        "is_load_bearing",
+        "n",
+        "mae",
+        "window_mae",
+        "p95_error",
+        "worst_error",
+        "promoted_at",
+        "demoted_at",
+        "gate",
+        "spec",
+    ]
+    assert (first["name"], first["n"], first["state"]) == ("accuracy", 3, "insufficient_data")
+    assert first["mae"] == pytest.approx(0.2 / 3)
+    assert first["gate"] == {
+        "min_n": 5,
+        "max_mae": 0.15,
+        "max_p95": None,
+        "max_worst": None,
+        "window": 10,
+    }
+    assert second["gate"]["min_n"] == 3
+    assert first["spec"] == accuracy().spec.to_json()
+    pairs = doc["history"]["calibrations"]
+    assert [p["observed"] for p in pairs["accuracy"]] == [0.5, 0.6, 0.7]
+    assert pairs["accuracy"][0]["session_id"] == "s1"
+    assert pairs["accuracy"][0]["nodeid"] == "t.py::a"
+    assert set(pairs["accuracy"][0]) == {
+        "predicted",
+        "observed",
+        "raw_predicted",
+        "raw_observed",
+        "timestamp",
+        "session_id",
+        "nodeid",
+    }
+    assert pairs["latency_ms"][0]["raw_observed"] == 120
+    assert pairs["latency_ms"][0]["observed"] == pytest.approx(0.12)
+    # Each session once: the stored line, then the given ones, then this session.
+    assert [s["session_id"] for s in doc["history"]["sessions"]] == ["s1", "s2", "s3"]
+    assert set(doc["history"]["sessions"][0]) == {
+        "session_id",
+        "started_at",
+        "ended_at",
+        "counts",
+        "corpus",
+    }
+    assert json.loads(dumps(doc)) == json.loads(json.dumps(doc))
+
+    page = parse(render_html(doc))
+    assert [s["points"] for s in page.of("ldd-calibration")] == [3, 1]
+    assert [s["points"] for s in page.of("ldd-mae")] == [3, 1]
+    # task_success in all three sessions; cost_per_success only in this one.
+    assert [s["points"] for s in page.of("ldd-corpus")] == [3, 1]
+
+
+def test_build_report_keeps_only_the_current_versions_pairs(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(accuracy())
+    Calibrator(registry).log("accuracy", 0.1, 0.2)
+    registry.register(accuracy(version=2))
+    Calibrator(registry).log("accuracy", 0.3, 0.4)
+    doc = build_report(registry)
+    assert [p["observed"] for p in doc["history"]["calibrations"]["accuracy"]] == [0.4]
+    assert doc["metrics"][0]["version"] == 2
+    assert doc["session"] is None
+
+
+def test_build_report_reads_without_creating(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path), read_only=True)
+    registry.register(accuracy())
+    doc = build_report(registry)
+    assert doc["history"] == {"calibrations": {"accuracy": []}, "sessions": []}
+    assert not (tmp_path / ".ldd").exists()
+
+
+def test_promotion_is_marked_from_promoted_at(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(accuracy())
+    calibrator = Calibrator(registry)
+    for _ in range(5):
+        calibrator.log("accuracy", 0.5, 0.55)
+    assert calibrator.try_promote("accuracy")
+    page = render_html(build_report(registry))
+    assert "promoted at pair 5" in page
