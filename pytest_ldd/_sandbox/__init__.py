@@ -1,0 +1,9 @@
+"""Private parts of the hidden-test sandbox; the public face is :mod:`pytest_ldd.sandbox`.
+
+- ``limits``: :class:`Limits`, the resource limits of one run;
+- ``staging``: the fresh copies, the hidden tests' expected ids and the canary tests;
+- ``runner``: the child-side bootstrap script (run in the child, never imported there);
+- ``channel``: reading the authenticated result records the child sends;
+- ``process``: starting, watching and killing the child and its process group;
+- ``judge``: turning what was observed into a verdict.
+"""

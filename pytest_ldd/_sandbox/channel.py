@@ -1,0 +1,107 @@
+"""Reading the records the child sends through the parent's pipe.
+
+One record per line: ``<hex HMAC-SHA256 of the payload> <JSON payload>``, the key a
+fresh random one per run, handed to the child on its standard input.  Every payload
+holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
+
+- ``hello`` -- the runner started and imported pytest;
+- ``fatal`` (``detail``) -- the runner could not start pytest (a setup problem);
+- ``collected`` (``ids``) -- node ids collected, in chunks;
+- ``collect_error`` (``id``, ``detail``) -- a file or folder failed to collect;
+- ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
+- ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
+
+A record that fails authentication, is out of sequence or malformed is never used;
+each is evidence that something other than the runner wrote to the pipe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["OUTCOMES", "ChannelLog", "read_channel"]
+
+OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
+
+
+@dataclass(slots=True)
+class ChannelLog:
+    """What the runner reported, and what was wrong with the report."""
+
+    problems: list[str] = field(default_factory=list)
+    hello: bool = False
+    fatal: str | None = None
+    collected: set[str] = field(default_factory=set)
+    collect_errors: dict[str, str] = field(default_factory=dict)
+    tests: dict[str, str] = field(default_factory=dict)
+    duplicates: list[str] = field(default_factory=list)
+    finish: int | None = None
+    after_finish: int = 0
+
+
+def read_channel(data: bytes, key: bytes) -> ChannelLog:
+    """Parse and authenticate everything the child wrote to the pipe."""
+    log = ChannelLog()
+    forged = 0
+    expected_seq = 0
+    lines = data.split(b"\n")
+    # A last piece without its newline was torn by a kill mid-write: not a record.
+    for line in lines[:-1]:
+        mac, _, payload = line.partition(b" ")
+        good = hmac.new(key, payload, hashlib.sha256).hexdigest().encode("ascii")
+        if not hmac.compare_digest(mac, good):
+            forged += 1
+            continue
+        try:
+            record = json.loads(payload)
+            seq = record["seq"]
+            kind = record["kind"]
+        except (ValueError, KeyError, TypeError):
+            log.problems.append("a report record was malformed")
+            continue
+        if seq != expected_seq:
+            log.problems.append(
+                f"report records out of sequence (expected {expected_seq}, got {seq})"
+            )
+        expected_seq = seq + 1 if isinstance(seq, int) else expected_seq + 1
+        if log.finish is not None:
+            log.after_finish += 1
+            continue
+        _take(log, kind, record)
+    if forged:
+        log.problems.insert(
+            0, f"{forged} report record(s) failed authentication: forged results suspected"
+        )
+    if log.after_finish:
+        log.problems.append(f"{log.after_finish} report record(s) arrived after pytest finished")
+    return log
+
+
+def _take(log: ChannelLog, kind: Any, record: dict[str, Any]) -> None:
+    try:
+        if kind == "hello":
+            log.hello = True
+        elif kind == "fatal":
+            log.fatal = str(record["detail"])
+        elif kind == "collected":
+            log.collected.update(str(nodeid) for nodeid in record["ids"])
+        elif kind == "collect_error":
+            log.collect_errors[str(record["id"])] = str(record["detail"])
+        elif kind == "test":
+            nodeid, outcome = str(record["id"]), record["outcome"]
+            if outcome not in OUTCOMES:
+                log.problems.append(f"a report record had the unknown outcome {outcome!r}")
+            elif nodeid in log.tests:
+                log.duplicates.append(nodeid)
+            else:
+                log.tests[nodeid] = outcome
+        elif kind == "finish":
+            log.finish = int(record["exit"])
+        else:
+            log.problems.append(f"a report record had the unknown kind {kind!r}")
+    except (KeyError, TypeError, ValueError):
+        log.problems.append(f"a {kind!r} report record was malformed")

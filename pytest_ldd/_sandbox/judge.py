@@ -1,0 +1,176 @@
+"""From what was observed to a verdict: every doubt fails, manipulation is named.
+
+The clean signature of an honest run is exact: the channel authenticates, every
+record in sequence; each planted must-fail canary reports ``failed`` and each
+must-pass canary ``passed``; every expected hidden test is reported exactly once;
+pytest finished with exit code 1 (a canary always fails, so 0 is impossible) and the
+process exited with the code pytest reported; no file we staged changed.  Anything
+else fails the verdict, and the evidence that only manipulation explains sets
+``tampered``.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pytest_ldd._sandbox.channel import ChannelLog
+from pytest_ldd._sandbox.process import ChildRun
+from pytest_ldd._sandbox.staging import HiddenSuite
+
+__all__ = ["Judgement", "judge"]
+
+_EXIT_NAMES = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
+_NAMED = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Judgement:
+    """The verdict's fields that the evidence decides."""
+
+    passed: bool
+    outcomes: dict[str, str]
+    tampered: bool
+    reason: str
+
+
+@dataclass(slots=True)
+class _Findings:
+    tampering: list[str] = field(default_factory=list)
+    doubts: list[str] = field(default_factory=list)
+
+
+def _base(nodeid: str) -> str:
+    """``file.py::test_x[1]`` -> ``file.py::test_x`` (the id before parametrization)."""
+    head, sep, name = nodeid.rpartition("::")
+    return f"{head}{sep}{name.split('[', 1)[0]}"
+
+
+def _names(ids: Iterable[str], outcomes: Mapping[str, str] | None = None) -> str:
+    ids = sorted(ids)
+    shown = [f"{i} ({outcomes[i]})" if outcomes else i for i in ids[:_NAMED]]
+    more = f" and {len(ids) - _NAMED} more" if len(ids) > _NAMED else ""
+    return ", ".join(shown) + more
+
+
+def _in_errored(nodeid: str, errored: Iterable[str]) -> bool:
+    path = nodeid.split("::", 1)[0]
+    return any(
+        e in ("", ".") or path == e or path.startswith(e.rstrip("/") + "/") for e in errored
+    )
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+
+
+def judge(
+    *,
+    suite: HiddenSuite,
+    log: ChannelLog,
+    run: ChildRun,
+    modified: Sequence[str],
+    timeout: float,
+    output_bytes: int,
+) -> Judgement:
+    """Decide the verdict from the staged suite, the channel log and the process."""
+    found = _Findings()
+    canaries = suite.must_fail | suite.must_pass
+    killed_by_us = run.timed_out or run.output_capped or run.channel_capped
+    finished_normally = log.finish in (0, 1) and not killed_by_us
+
+    # Evidence of manipulation.
+    found.tampering.extend(log.problems)
+    if run.channel_capped:
+        found.tampering.append("the report channel was flooded: the test process was killed")
+    if modified:
+        found.tampering.append(
+            f"files of the sandbox were modified during the run: {_names(modified)}"
+        )
+    if any(log.tests.get(c) == "passed" for c in suite.must_fail):
+        found.tampering.append("canary test reported passed: outcome rewriting suspected")
+    if not killed_by_us and (run.returncode == 0 or log.finish == 0):
+        found.tampering.append(
+            "the test process reported success, which an honest run cannot do"
+            " (a canary test always fails): exit status forged"
+        )
+    elif log.finish is not None and not killed_by_us and run.returncode != log.finish:
+        found.tampering.append(
+            f"exit code {run.returncode} disagrees with the status pytest reported ({log.finish})"
+        )
+    if log.duplicates:
+        found.tampering.append(f"tests reported more than once: {_names(set(log.duplicates))}")
+    uncollected = set(log.tests) - log.collected
+    if uncollected:
+        found.tampering.append(
+            f"results reported for tests never collected: {_names(uncollected)}"
+        )
+    missing_canaries = {
+        c for c in canaries if c not in log.tests and not _in_errored(c, log.collect_errors)
+    }
+    if missing_canaries and finished_normally:
+        found.tampering.append("canary test not reported although pytest finished: results hidden")
+
+    # Doubts: the run cannot vouch for the workspace.
+    if run.timed_out:
+        found.doubts.append(f"timed out after {timeout:g} s")
+    if run.output_capped:
+        found.doubts.append(f"output exceeded {output_bytes} bytes: the test process was killed")
+    if not killed_by_us:
+        if run.returncode < 0:
+            found.doubts.append(f"the test process was killed by {_signal_name(-run.returncode)}")
+        elif log.finish is None and run.returncode != 0:
+            found.doubts.append(
+                f"the test run ended before pytest finished (exit code {run.returncode})"
+            )
+        elif log.finish not in (None, 0, 1):
+            name = _EXIT_NAMES.get(log.finish or 0, "unexpected status")
+            found.doubts.append(f"pytest exited with code {log.finish} ({name})")
+    if log.collect_errors:
+        found.doubts.append(f"collection error in {_names(e or '.' for e in log.collect_errors)}")
+
+    outcomes = {i: o for i, o in log.tests.items() if i not in canaries}
+    reported_bases = {_base(i) for i in outcomes}
+    missing = []
+    for base in suite.expected:
+        if base in reported_bases:
+            continue
+        if _in_errored(base, log.collect_errors):
+            outcomes[base] = "error"
+        else:
+            missing.append(base)
+    total = len(outcomes) + len(missing)
+    if missing:
+        found.doubts.append(
+            f"{len(missing)} of {total} hidden tests not reported: {_names(missing)}"
+        )
+    if not total:
+        found.doubts.append("no hidden test was reported")
+    for canary in sorted(suite.must_pass):
+        got = log.tests.get(canary)
+        if got is not None and got != "passed":
+            found.doubts.append(
+                f"a canary test that must pass reported {got}: the run is unreliable"
+            )
+            break
+    for canary in sorted(suite.must_fail):
+        got = log.tests.get(canary)
+        if got is not None and got not in ("failed", "passed"):
+            found.doubts.append(
+                f"a canary test that must fail reported {got}: the run is unreliable"
+            )
+            break
+    failing = {i: o for i, o in outcomes.items() if o != "passed"}
+    if failing:
+        found.doubts.append(
+            f"{len(failing)} of {total} hidden tests did not pass: {_names(failing, failing)}"
+        )
+
+    problems = found.tampering + found.doubts
+    passed = not problems
+    reason = f"all {total} hidden tests passed" if passed else "; ".join(problems)
+    return Judgement(passed, dict(sorted(outcomes.items())), bool(found.tampering), reason)

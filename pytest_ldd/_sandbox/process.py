@@ -1,0 +1,230 @@
+"""Starting, watching and killing the test process and its process group.
+
+One loop in the calling thread multiplexes the child's standard input (the settings
+line), its merged stdout/stderr and the result pipe with ``selectors``, so a child
+that floods its output, never exits, or leaves children holding the pipes open
+cannot stall the parent: the timeout, the output cap and the exit of the child each
+end the loop, and the whole process group is killed before the child is reaped (so
+its process-group id cannot have been reused by then).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pytest_ldd.errors import SandboxError
+
+__all__ = ["ChildRun", "run_child"]
+
+_CHUNK = 65536
+_TICK_S = 0.1
+# Once the child has exited, processes that left its group may still hold the pipes.
+_EXIT_GRACE_S = 1.0
+# An honest runner writes a few hundred bytes per test.
+_CHANNEL_CAP = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class ChildRun:
+    """What the parent saw of one child process."""
+
+    returncode: int
+    timed_out: bool
+    output_capped: bool
+    channel_capped: bool
+    channel: bytes
+    output_tail: str
+    wall_s: float
+
+
+def run_child(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    settings: Mapping[str, Any],
+    timeout: float,
+    output_bytes: int,
+    tail_bytes: int,
+) -> ChildRun:
+    """Run the child in a session of its own and watch it until it ends or is killed.
+
+    ``settings`` go to the child as one JSON line on its standard input, with ``fd``
+    set to the number of the result pipe's write end (which the child inherits).
+    """
+    read_fd, write_fd = os.pipe()
+    line = json.dumps({**settings, "fd": write_fd}, separators=(",", ":")).encode() + b"\n"
+    try:
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            cwd=cwd,
+            env=dict(env),
+            pass_fds=(write_fd,),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        os.close(read_fd)
+        msg = f"cannot start the test interpreter {argv[0]!r}: {exc}"
+        raise SandboxError(msg) from exc
+    finally:
+        os.close(write_fd)
+    started = time.monotonic()
+    watcher = _Watcher(proc, read_fd, line, output_bytes, tail_bytes)
+    try:
+        watcher.watch(started + timeout)
+    finally:
+        _kill_group(proc)
+        proc.wait()
+        watcher.drain()
+        watcher.close()
+    return ChildRun(
+        returncode=proc.returncode,
+        timed_out=watcher.timed_out,
+        output_capped=watcher.output_capped,
+        channel_capped=watcher.channel_capped,
+        channel=bytes(watcher.channel),
+        output_tail=bytes(watcher.tail[-tail_bytes:]).decode("utf-8", "replace"),
+        wall_s=time.monotonic() - started,
+    )
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    # The child leads its own session, so it cannot move to another process group;
+    # everything it started without a setsid() of its own is in this one.
+    if proc.returncode is not None:
+        return  # reaped already: the group id may belong to someone else by now
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether the child exited, without reaping it (its group id stays reserved)."""
+    try:
+        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:
+        return True
+
+
+class _Watcher:
+    """The state of one watch loop: buffers, caps and how the loop ended."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        channel_fd: int,
+        settings: bytes,
+        output_bytes: int,
+        tail_bytes: int,
+    ) -> None:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        self.proc = proc
+        self.stdin = proc.stdin
+        self.in_fd = proc.stdin.fileno()
+        self.out_fd = proc.stdout.fileno()
+        self.channel_fd = channel_fd
+        self.pending = settings
+        self.output_bytes = output_bytes
+        self.tail_bytes = tail_bytes
+        self.output_seen = 0
+        self.tail = bytearray()
+        self.channel = bytearray()
+        self.timed_out = False
+        self.output_capped = False
+        self.channel_capped = False
+        self.selector = selectors.DefaultSelector()
+        for fd in (self.out_fd, channel_fd, self.in_fd):
+            os.set_blocking(fd, False)
+        self.selector.register(self.out_fd, selectors.EVENT_READ)
+        self.selector.register(channel_fd, selectors.EVENT_READ)
+        self.selector.register(self.in_fd, selectors.EVENT_WRITE)
+
+    def watch(self, deadline: float) -> None:
+        exited_at: float | None = None
+        while self._reading():
+            now = time.monotonic()
+            if now >= deadline:
+                self.timed_out = True
+                return
+            if exited_at is None and _has_exited(self.proc):
+                exited_at = now
+                _kill_group(self.proc)  # leftovers of the group die with their leader
+            if exited_at is not None and now >= exited_at + _EXIT_GRACE_S:
+                return
+            for key, _ in self.selector.select(min(deadline - now, _TICK_S)):
+                if key.fd == self.in_fd:
+                    self._write_settings()
+                elif self._read(key.fd) == "cap":
+                    return
+
+    def _reading(self) -> bool:
+        registered = self.selector.get_map()
+        return self.out_fd in registered or self.channel_fd in registered
+
+    def _write_settings(self) -> None:
+        try:
+            written = os.write(self.in_fd, self.pending[:_CHUNK])
+        except BlockingIOError:
+            return
+        except OSError:
+            written = len(self.pending)  # the child is gone: nobody to tell
+        self.pending = self.pending[written:]
+        if not self.pending:
+            self.selector.unregister(self.in_fd)
+            self.stdin.close()
+
+    def _read(self, fd: int) -> str:
+        """Take what is ready on ``fd``: "data", "again" (nothing yet), "eof" or "cap"."""
+        try:
+            data = os.read(fd, _CHUNK)
+        except BlockingIOError:
+            return "again"
+        except OSError:
+            data = b""
+        if not data:
+            self.selector.unregister(fd)
+            return "eof"
+        if fd == self.channel_fd:
+            self.channel += data
+            if len(self.channel) > _CHANNEL_CAP:
+                self.channel_capped = True
+                return "cap"
+            return "data"
+        self.output_seen += len(data)
+        self.tail += data
+        if len(self.tail) > 2 * self.tail_bytes:
+            del self.tail[: -self.tail_bytes]
+        if self.output_seen > self.output_bytes:
+            self.output_capped = True
+            return "cap"
+        return "data"
+
+    def drain(self) -> None:
+        """After the kill: take what the pipes still hold, within the caps."""
+        if self.output_capped or self.channel_capped:
+            return
+        for fd in (self.channel_fd, self.out_fd):
+            while fd in self.selector.get_map() and self._read(fd) == "data":
+                pass
+
+    def close(self) -> None:
+        self.selector.close()
+        if not self.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.stdin.close()
+        assert self.proc.stdout is not None
+        self.proc.stdout.close()
+        os.close(self.channel_fd)

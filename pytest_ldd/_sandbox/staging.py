@@ -1,0 +1,422 @@
+"""Preparing one run: the fresh copies, the expected test ids and the canary tests.
+
+Everything is laid out in a temporary folder the parent creates and deletes:
+
+``ws/<name>/``      a copy of the agent's workspace (the child's working folder);
+``suite/<name>/``   a copy of the hidden tests, with the canaries planted in them;
+``runner/``         our bootstrap script and our pytest configuration file;
+``home/``, ``tmp/`` the child's ``HOME`` and ``TMPDIR``.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+import os
+import random
+import re
+import shutil
+import stat
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fnmatch import fnmatch
+from pathlib import Path
+from typing import Any
+
+from pytest_ldd.errors import SandboxError
+
+__all__ = [
+    "HiddenSuite",
+    "check_extra_environment",
+    "child_environment",
+    "copy_workspace",
+    "fingerprint",
+    "plant_canaries",
+    "remove_tree",
+    "stage_hidden",
+]
+
+# pytest's defaults: python_files, python_classes / python_functions and norecursedirs.
+_TEST_FILES = ("test_*.py", "*_test.py")
+_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+_NEVER_COPIED = ("__pycache__", ".pytest_cache")
+_BYTECODE = (".pyc", ".pyo")
+
+# Variables of the calling environment the child keeps; everything else is dropped.
+_KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "SYSTEMROOT")
+_CONTROLLED = ("PYTEST_", "PYTHON")
+
+_WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_FALLBACK_WORDS = (
+    "basic", "empty", "edge", "large", "small", "values", "order", "types", "single",
+    "many", "zero", "repeat", "mixed", "simple", "result", "input", "output", "round",
+    "trip", "limits", "default", "negative", "unicode", "nested", "boundary",
+)  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class HiddenSuite:
+    """The staged hidden tests: what to collect, what must be reported, the canaries."""
+
+    root: Path
+    files: tuple[Path, ...]
+    expected: tuple[str, ...]
+    must_fail: frozenset[str]
+    must_pass: frozenset[str]
+
+
+def copy_workspace(
+    src: Path, dst: Path, *, max_bytes: int | None, max_files: int | None
+) -> str | None:
+    """Copy the agent's workspace; return why it was refused, or None when copied.
+
+    Only regular files, folders and symlinks that stay inside the workspace are copied
+    (a link is re-made to point into the copy).  Links leaving the workspace, FIFOs,
+    sockets and devices are dropped; so is bytecode, which could disagree with the
+    source a reviewer reads.  Set-id bits are dropped.
+    """
+    top = src.resolve()
+    dst.mkdir(parents=True)
+    files = 0
+    size = 0
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        here = Path(dirpath)
+        target = dst / here.relative_to(top)
+        kept = []
+        for name in sorted(dirnames):
+            path = here / name
+            if path.is_symlink():
+                _relink(path, target / name, top, dst)
+            elif name not in _NEVER_COPIED:
+                (target / name).mkdir()
+                kept.append(name)
+        dirnames[:] = kept
+        for name in sorted(filenames):
+            path = here / name
+            info = os.lstat(path)
+            if stat.S_ISLNK(info.st_mode):
+                _relink(path, target / name, top, dst)
+                continue
+            if not stat.S_ISREG(info.st_mode) or name.endswith(_BYTECODE):
+                continue
+            files += 1
+            size += info.st_size
+            if max_files is not None and files > max_files:
+                return f"the workspace holds more than {max_files} files: not copied"
+            if max_bytes is not None and size > max_bytes:
+                return f"the workspace is larger than {max_bytes} bytes: not copied"
+            shutil.copyfile(path, target / name, follow_symlinks=False)
+            os.chmod(
+                target / name, (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
+            )
+    return None
+
+
+def _relink(link: Path, target: Path, top: Path, dst: Path) -> None:
+    try:
+        resolved = link.resolve(strict=True)
+    except (OSError, RuntimeError):
+        return  # dangling or looping: dropped
+    if not resolved.is_relative_to(top):
+        return  # leaves the workspace: dropped
+    mapped = dst / resolved.relative_to(top)
+    os.symlink(os.path.relpath(mapped, target.parent), target)
+
+
+def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
+    """Copy the hidden tests to ``dst``, find their ids and plant the canary tests."""
+    try:
+        if src.is_dir():
+            shutil.copytree(
+                src, dst, ignore=shutil.ignore_patterns(*_NEVER_COPIED, "*.pyc", "*.pyo")
+            )
+        else:
+            dst.mkdir(parents=True)
+            shutil.copyfile(src, dst / src.name)
+    except OSError as exc:
+        msg = f"cannot copy the hidden tests {str(src)!r}: {exc}"
+        raise SandboxError(msg) from exc
+    files = _test_files(dst)
+    if not files:
+        msg = (
+            f"'tests' must hold test files named {' or '.join(_TEST_FILES)}"
+            f" (found none in {str(src)!r})"
+        )
+        raise SandboxError(msg)
+    expected: list[str] = []
+    must_fail: set[str] = set()
+    must_pass: set[str] = set()
+    for path in files:
+        rel = path.relative_to(dst).as_posix()
+        source = path.read_bytes()
+        try:
+            tree = ast.parse(source, filename=str(path))
+        except (SyntaxError, ValueError) as exc:
+            msg = f"hidden test file {rel!r} does not parse: {exc}"
+            raise SandboxError(msg) from exc
+        names = _collectable(tree)
+        expected.extend(f"{rel}::{name}" for name in names)
+        if _module_opts_out(tree):
+            continue
+        planted, fail_name, pass_name = plant_canaries(source, tree, names, rng)
+        path.write_bytes(planted)
+        must_fail.add(f"{rel}::{fail_name}")
+        must_pass.add(f"{rel}::{pass_name}")
+    if not must_fail:
+        # Every hidden file opts out of collection: the canaries get a file of their own.
+        path = dst / f"test_{rng.choice(_FALLBACK_WORDS)}_{rng.randrange(10, 99)}.py"
+        planted, fail_name, pass_name = plant_canaries(b"", ast.parse(b""), [], rng)
+        path.write_bytes(planted)
+        files.append(path)
+        must_fail.add(f"{path.name}::{fail_name}")
+        must_pass.add(f"{path.name}::{pass_name}")
+    return HiddenSuite(
+        dst, tuple(files), tuple(expected), frozenset(must_fail), frozenset(must_pass)
+    )
+
+
+def _test_files(root: Path) -> list[Path]:
+    found = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not any(fnmatch(d, p) for p in _NORECURSE))
+        for name in sorted(filenames):
+            if any(fnmatch(name, pattern) for pattern in _TEST_FILES):
+                found.append(Path(dirpath, name))
+    return found
+
+
+def _opts_out(body: Sequence[ast.stmt]) -> bool:
+    """``__test__ = False`` in a module or class body: pytest collects nothing there."""
+    for node in body:
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
+            targets = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            if "__test__" in targets and not node.value.value:
+                return True
+    return False
+
+
+def _module_opts_out(tree: ast.Module) -> bool:
+    return _opts_out(tree.body)
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
+    names = set()
+    for deco in node.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        if isinstance(target, ast.Attribute):
+            names.add(target.attr)
+        elif isinstance(target, ast.Name):
+            names.add(target.id)
+    return names
+
+
+def _is_test_function(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name.startswith("test")
+        and not _decorator_names(node) & {"fixture", "classmethod", "property"}
+    )
+
+
+def _class_tests(node: ast.ClassDef, prefix: str) -> list[str]:
+    if not node.name.startswith("Test") or _opts_out(node.body):
+        return []
+    if any(
+        isinstance(child, ast.FunctionDef) and child.name in ("__init__", "__new__")
+        for child in node.body
+    ):
+        return []  # pytest refuses to collect a test class with a constructor
+    names = []
+    here = f"{prefix}{node.name}::"
+    for child in node.body:
+        if _is_test_function(child):
+            assert isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
+            names.append(here + child.name)
+        elif isinstance(child, ast.ClassDef):
+            names.extend(_class_tests(child, here))
+    return names
+
+
+def _collectable(tree: ast.Module) -> list[str]:
+    """The tests pytest will surely collect from a module, as ``name`` / ``Class::name``.
+
+    Only definitions at the top of the module (or of a top-level test class) count:
+    a test defined under an ``if`` may rightly be missing from the run.
+    """
+    if _module_opts_out(tree):
+        return []
+    names: dict[str, None] = {}
+    for node in tree.body:
+        if _is_test_function(node):
+            assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+            names[node.name] = None
+        elif isinstance(node, ast.ClassDef):
+            names.update(dict.fromkeys(_class_tests(node, "")))
+    return list(names)
+
+
+def _canary_body(rng: random.Random, *, passes: bool) -> str:
+    """An ordinary-looking assertion that holds (or fails) without any agent code."""
+    a, b = rng.randrange(2, 99), rng.randrange(2, 99)
+    shift = 0 if passes else rng.randrange(1, 9)
+    items = rng.sample(range(1, 60), 4)
+    words = rng.sample(_FALLBACK_WORDS, 2)
+    choice = rng.randrange(4)
+    if choice == 0:
+        return f"assert {a} + {b} == {a + b + shift}"
+    if choice == 1:
+        ordered = sorted(items)
+        if not passes:
+            ordered[0], ordered[-1] = ordered[-1], ordered[0]
+        return f"assert sorted({items}) == {ordered}"
+    if choice == 2:
+        word = words[0] if passes else words[1]
+        return f"assert {words[0]!r}.upper() == {word.upper()!r}"
+    return f"assert len({items}) == {len(items) + shift}"
+
+
+def _canary_names(source: bytes, tests: Sequence[str], rng: random.Random) -> tuple[str, str]:
+    """Two fresh names built from the words of the file's own test names."""
+    taken = {word.decode("ascii") for word in _WORD.findall(source)}
+    tokens = {
+        part.lower()
+        for name in tests
+        for part in name.split("::")[-1].split("_")
+        if part and part.lower() != "test" and not part.isdigit()
+    }
+    pool = sorted(tokens | set(_FALLBACK_WORDS))
+    chosen: list[str] = []
+    attempts = 0
+    while len(chosen) < 2:
+        attempts += 1
+        words = rng.sample(pool, rng.choice((1, 2)))
+        name = "test_" + "_".join(words)
+        if attempts > 50:
+            name = f"{name}_{rng.randrange(2, 999)}"
+        if name not in taken and name not in chosen:
+            chosen.append(name)
+    return chosen[0], chosen[1]
+
+
+def plant_canaries(
+    source: bytes, tree: ast.Module, tests: Sequence[str], rng: random.Random
+) -> tuple[bytes, str, str]:
+    """Insert a must-fail and a must-pass test among a file's top-level tests.
+
+    Returns the new source and the two names.  Each canary goes after a randomly
+    chosen top-level definition, so neither its name nor its place tells it apart.
+    """
+    fail_name, pass_name = _canary_names(source, tests, rng)
+    blocks = {
+        fail_name: f"def {fail_name}():\n    {_canary_body(rng, passes=False)}\n",
+        pass_name: f"def {pass_name}():\n    {_canary_body(rng, passes=True)}\n",
+    }
+    lines = source.splitlines(keepends=True)
+    anchors = [
+        node.end_lineno
+        for node in tree.body
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))
+        and node.end_lineno is not None
+    ] or [len(lines)]
+    inserts: dict[int, list[str]] = {}
+    for name in (fail_name, pass_name):
+        inserts.setdefault(rng.choice(anchors), []).append(blocks[name])
+    planted = _splice(lines, inserts)
+    if not _defines(planted, (fail_name, pass_name)):
+        # An unusual file layout defeated the splice: fall back to the end of the file.
+        planted = _splice(lines, {len(lines): list(blocks.values())})
+    return planted, fail_name, pass_name
+
+
+def _splice(lines: list[bytes], inserts: Mapping[int, list[str]]) -> bytes:
+    out: list[bytes] = []
+    for index in range(len(lines) + 1):
+        if index:
+            out.append(lines[index - 1])
+        for block in inserts.get(index, ()):
+            if out and not out[-1].endswith((b"\n", b"\r")):
+                out.append(b"\n")
+            out.append(b"\n\n" + block.encode("ascii") + b"\n\n")
+    return b"".join(out)
+
+
+def _defines(source: bytes, names: Sequence[str]) -> bool:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return False
+    top = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
+    return all(name in top for name in names)
+
+
+def fingerprint(root: Path) -> dict[str, bytes]:
+    """SHA-256 of every file under ``root``, by relative path."""
+    prints = {}
+    for dirpath, _, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath, name)
+            try:
+                prints[path.relative_to(root).as_posix()] = hashlib.sha256(
+                    path.read_bytes()
+                ).digest()
+            except OSError:
+                continue
+    return prints
+
+
+def child_environment(
+    calling: Mapping[str, str], extra: Mapping[str, str], *, home: Path, tmp: Path
+) -> dict[str, str]:
+    """The child's environment: a few locale/path variables, ours, then ``extra``."""
+    env = {
+        name: value
+        for name, value in calling.items()
+        if (name in _KEPT or name.startswith("LC_")) and not name.startswith(_CONTROLLED)
+    }
+    env.update(extra)
+    env.update(
+        HOME=str(home),
+        TMPDIR=str(tmp),
+        TEMP=str(tmp),
+        TMP=str(tmp),
+        PYTEST_DISABLE_PLUGIN_AUTOLOAD="1",
+    )
+    return env
+
+
+def check_extra_environment(extra: Mapping[str, Any]) -> dict[str, str]:
+    """Validate the caller's extra variables; the sandbox alone sets PYTEST_* and PYTHON*."""
+    checked = {}
+    for name, value in extra.items():
+        if not isinstance(name, str) or not name or "=" in name or "\0" in name:
+            msg = f"'env' names must be non-empty strings without '=' (got {name!r})"
+            raise SandboxError(msg)
+        if not isinstance(value, str) or "\0" in value:
+            msg = f"'env' value of {name!r} must be a string without NUL (got {value!r})"
+            raise SandboxError(msg)
+        if name.startswith(_CONTROLLED) or name in ("HOME", "TMPDIR", "TEMP", "TMP"):
+            msg = (
+                f"'env' must not set {name!r}: the sandbox controls PYTEST_*, PYTHON*,"
+                " HOME and the temporary folder"
+            )
+            raise SandboxError(msg)
+        checked[name] = value
+    return checked
+
+
+def remove_tree(root: Path) -> None:
+    """Delete a run's folder, also where the code under test took permissions away."""
+
+    def retry(function: Any, path: str, *_: Any) -> None:
+        try:
+            os.chmod(os.path.dirname(path), 0o700)
+            os.chmod(path, 0o700)
+            function(path)
+        except OSError:
+            pass
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(root, onexc=retry)
+    else:
+        shutil.rmtree(root, onerror=retry)

@@ -1,0 +1,481 @@
+"""Hidden-test verifier: grade an agent's workspace by tests it never saw, hardened.
+
+The workspace was written by the agent under test, so nothing in it is trusted: not
+its ``conftest.py`` files, not its pytest configuration, not what it prints.  Each
+run copies the workspace and the hidden tests into a fresh folder of its own, runs
+only the hidden tests (and two canary tests planted in every hidden file) in an
+isolated interpreter under resource limits, and takes the results from an
+authenticated pipe of the parent's, cross-checked against the exit code, the
+expected test ids and the canaries.  See ``docs/security.md`` for the threat model.
+
+>>> verdict = run_hidden_tests("agent_workspace/", "hidden/")   # doctest: +SKIP
+>>> verdict.passed, verdict.reason                                # doctest: +SKIP
+(False, '1 of 5 hidden tests did not pass: test_calc.py::test_mul (failed)')
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import random
+import secrets
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from types import MappingProxyType
+from typing import Any, final
+
+from pytest_ldd._sandbox.channel import OUTCOMES, read_channel
+from pytest_ldd._sandbox.judge import judge
+from pytest_ldd._sandbox.limits import Limits
+from pytest_ldd._sandbox.process import run_child
+from pytest_ldd._sandbox.staging import (
+    check_extra_environment,
+    child_environment,
+    copy_workspace,
+    fingerprint,
+    remove_tree,
+    stage_hidden,
+)
+from pytest_ldd.errors import SandboxError
+
+__all__ = ["HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
+
+_RUNNER = Path(__file__).with_name("_sandbox") / "runner.py"
+# Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
+# pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts included.
+_TRUSTED_INI = "[pytest]\n"
+_SPEC_PREFIX = "hidden_tests:"
+_KEY_BYTES = 32
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The outcome of one hidden-test run.
+
+    ``outcomes`` maps each hidden test id, relative to the hidden tests' folder
+    (``"test_math.py::test_add"``), to ``"passed"``, ``"failed"``, ``"error"`` or
+    ``"skipped"``; canary tests are not in it.  ``passed`` is True only for a clean
+    run in which every hidden test passed; ``tampered`` is True where the evidence
+    says the run was manipulated (a tampered run never passes).  ``reason`` says why
+    in words, ``output_tail`` is the end of the test process's output.
+    """
+
+    passed: bool
+    outcomes: Mapping[str, str] = field(hash=False)
+    tampered: bool
+    reason: str
+    duration_s: float
+    output_tail: str = field(default="", repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("passed", "tampered"):
+            if not isinstance(getattr(self, name), bool):
+                msg = f"Verdict {name!r} must be a bool (got {getattr(self, name)!r})"
+                raise SandboxError(msg)
+        outcomes = dict(self.outcomes)
+        for test_id, outcome in outcomes.items():
+            if not isinstance(test_id, str) or outcome not in OUTCOMES:
+                msg = (
+                    f"Verdict 'outcomes' must map test ids to one of {sorted(OUTCOMES)}"
+                    f" (got {test_id!r}: {outcome!r})"
+                )
+                raise SandboxError(msg)
+        if self.passed and self.tampered:
+            msg = "Verdict 'passed' must be False when 'tampered' is True (got both True)"
+            raise SandboxError(msg)
+        if self.passed and (not outcomes or set(outcomes.values()) != {"passed"}):
+            msg = f"Verdict 'passed' needs every outcome 'passed' (got {outcomes!r})"
+            raise SandboxError(msg)
+        duration = self.duration_s
+        if (
+            isinstance(duration, bool)
+            or not isinstance(duration, (int, float))
+            or not (math.isfinite(duration) and duration >= 0)
+        ):
+            msg = f"Verdict 'duration_s' must be a finite number >= 0 (got {duration!r})"
+            raise SandboxError(msg)
+        object.__setattr__(self, "outcomes", MappingProxyType(outcomes))
+        object.__setattr__(self, "duration_s", float(duration))
+
+    @property
+    def not_passed(self) -> tuple[str, ...]:
+        """The ids of the hidden tests that did not pass, sorted."""
+        return tuple(sorted(i for i, o in self.outcomes.items() if o != "passed"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    """The validated options shared by :func:`run_hidden_tests` and :func:`hidden_tests`."""
+
+    timeout: float = 60.0
+    python: tuple[str, ...] | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    pythonpath: tuple[str, ...] = (".",)
+    plugins: tuple[str, ...] = ()
+    limits: Limits = field(default_factory=Limits)
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        timeout: float = 60.0,
+        python: str | os.PathLike[str] | Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+        pythonpath: Sequence[str] = (".",),
+        plugins: Sequence[str] = (),
+        limits: Limits | None = None,
+    ) -> _Options:
+        if (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, (int, float))
+            or not (math.isfinite(timeout) and timeout > 0)
+        ):
+            msg = f"'timeout' must be a finite number of seconds > 0 (got {timeout!r})"
+            raise SandboxError(msg)
+        return cls(
+            timeout=float(timeout),
+            python=_python_argv(python),
+            env=tuple(sorted(check_extra_environment(env or {}).items())),
+            pythonpath=_pythonpath(pythonpath),
+            plugins=_plugins(plugins),
+            limits=_limits(limits),
+        )
+
+    def interpreter(self) -> tuple[str, ...]:
+        if self.python is not None:
+            return self.python
+        if not sys.executable:
+            msg = "'python' must be given: this interpreter does not know its own executable"
+            raise SandboxError(msg)
+        return (sys.executable,)
+
+
+def _python_argv(python: object) -> tuple[str, ...] | None:
+    if python is None:
+        return None
+    if isinstance(python, (str, os.PathLike)):
+        argv: tuple[Any, ...] = (os.fspath(python),)
+    elif isinstance(python, Sequence):
+        argv = tuple(python)
+    else:
+        argv = ()
+    if not argv or not all(isinstance(part, str) and part for part in argv):
+        msg = (
+            "'python' must be an interpreter path or a non-empty sequence of strings"
+            f" (a wrapper command ending with the interpreter) (got {python!r})"
+        )
+        raise SandboxError(msg)
+    return argv
+
+
+def _pythonpath(entries: object) -> tuple[str, ...]:
+    if isinstance(entries, str):
+        entries = (entries,)
+    if not isinstance(entries, Sequence):
+        msg = f"'pythonpath' must be a sequence of folder names (got {entries!r})"
+        raise SandboxError(msg)
+    checked = []
+    for entry in entries:
+        if not isinstance(entry, str) or not entry:
+            msg = f"'pythonpath' entries must be non-empty strings (got {entry!r})"
+            raise SandboxError(msg)
+        pure = PurePosixPath(entry.replace("\\", "/"))
+        if pure.is_absolute() or ".." in pure.parts:
+            msg = (
+                f"'pythonpath' entries must be relative paths inside the workspace (got {entry!r})"
+            )
+            raise SandboxError(msg)
+        checked.append(pure.as_posix())
+    return tuple(checked)
+
+
+def _plugins(plugins: object) -> tuple[str, ...]:
+    if isinstance(plugins, str):
+        plugins = (plugins,)
+    if not isinstance(plugins, Sequence):
+        msg = f"'plugins' must be a sequence of module names (got {plugins!r})"
+        raise SandboxError(msg)
+    for name in plugins:
+        if not isinstance(name, str) or not all(part.isidentifier() for part in name.split(".")):
+            msg = f"'plugins' must be importable module names (got {name!r})"
+            raise SandboxError(msg)
+    return tuple(plugins)
+
+
+def _limits(limits: object) -> Limits:
+    if limits is None:
+        return Limits()
+    if not isinstance(limits, Limits):
+        msg = f"'limits' must be a Limits or None (got {limits!r})"
+        raise SandboxError(msg)
+    return limits
+
+
+def _resolve_tests(tests: object) -> Path:
+    """The hidden tests as an absolute path (relative to the current folder)."""
+    if not isinstance(tests, (str, os.PathLike)):
+        msg = f"'tests' must be a path to the hidden tests (got {tests!r})"
+        raise SandboxError(msg)
+    path = Path(os.fspath(tests)).absolute()
+    if not path.exists():
+        msg = f"'tests' must be an existing folder or test file (got {str(path)!r})"
+        raise SandboxError(msg)
+    return path
+
+
+def _user_processes() -> int | None:
+    """How many processes this user runs now (Linux), for RLIMIT_NPROC headroom."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    uid = os.getuid()
+    count = 0
+    for entry in os.scandir(proc):
+        if entry.name.isdigit():
+            try:
+                if entry.stat().st_uid == uid:
+                    count += 1
+            except OSError:
+                continue
+    return count
+
+
+def run_hidden_tests(
+    workspace: str | os.PathLike[str],
+    tests: str | os.PathLike[str],
+    *,
+    timeout: float = 60.0,
+    python: str | os.PathLike[str] | Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    pythonpath: Sequence[str] = (".",),
+    plugins: Sequence[str] = (),
+    limits: Limits | None = None,
+) -> Verdict:
+    """Run the hidden ``tests`` against a fresh copy of ``workspace``; return the verdict.
+
+    ``tests`` is a folder of hidden tests (or one test file), relative to the current
+    folder or absolute; it must not lie inside the workspace.  ``python`` is the
+    interpreter (default: this one), or a wrapper command ending with it such as a
+    container runner.  ``env`` adds variables to the child's environment (it cannot set
+    ``PYTEST_*``, ``PYTHON*``, ``HOME`` or the temporary folder).  ``pythonpath``
+    lists folders of the workspace put on ``sys.path``, as pytest's own ``pythonpath``
+    setting would.  ``plugins`` names trusted pytest plugins the hidden tests need
+    (plugin autoload is off).  Set-up problems raise :class:`SandboxError`; everything
+    the workspace does is a :class:`Verdict`.
+    """
+    options = _Options.build(
+        timeout=timeout,
+        python=python,
+        env=env,
+        pythonpath=pythonpath,
+        plugins=plugins,
+        limits=limits,
+    )
+    return _run(workspace, _resolve_tests(tests), options)
+
+
+def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
+    started = time.monotonic()
+    if os.name != "posix":
+        msg = (
+            f"the sandbox needs a POSIX system (process groups, rlimits); got os.name {os.name!r}"
+        )
+        raise SandboxError(msg)
+    if not isinstance(workspace, (str, os.PathLike)):
+        msg = f"'workspace' must be a path to a folder (got {workspace!r})"
+        raise SandboxError(msg)
+    source = Path(os.fspath(workspace)).resolve()
+    if not source.is_dir():
+        msg = f"'workspace' must be an existing folder (got {str(source)!r})"
+        raise SandboxError(msg)
+    hidden = tests.resolve()
+    if hidden.is_relative_to(source) or source.is_relative_to(hidden):
+        msg = (
+            "'tests' must not lie inside the workspace, nor the workspace inside the"
+            f" hidden tests (got workspace {str(source)!r}, tests {str(hidden)!r})"
+        )
+        raise SandboxError(msg)
+    root = Path(tempfile.mkdtemp(prefix="ldd-sandbox-"))
+    try:
+        return _run_in(root, source, hidden, options, started)
+    finally:
+        remove_tree(root)
+
+
+def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
+    limits = options.limits
+    copy = root / "ws" / source.name
+    refused = copy_workspace(
+        source, copy, max_bytes=limits.workspace_bytes, max_files=limits.workspace_files
+    )
+    if refused is not None:
+        return Verdict(False, {}, False, refused, time.monotonic() - started)
+    suite_root = root / "suite" / (hidden.name if hidden.is_dir() else "hidden")
+    suite = stage_hidden(hidden, suite_root, random.Random(secrets.randbits(64)))
+    runner_dir = root / "runner"
+    runner_dir.mkdir()
+    (runner_dir / "runner.py").write_bytes(_RUNNER.read_bytes())
+    (runner_dir / "pytest.ini").write_text(_TRUSTED_INI, encoding="utf-8")
+    for name in ("home", "tmp"):
+        (root / name).mkdir()
+    before = fingerprint(root / "suite") | {
+        f"runner/{k}": v for k, v in fingerprint(runner_dir).items()
+    }
+
+    key = secrets.token_bytes(_KEY_BYTES)
+    args = [
+        "-c", str(runner_dir / "pytest.ini"),
+        "--rootdir", str(suite.root),
+        "--confcutdir", str(suite.root),
+        "--basetemp", str(root / "tmp" / "pytest"),
+        "-p", "no:cacheprovider",
+        "--continue-on-collection-errors",
+        "-q", "--tb=short", "-rfE", "--color=no",
+    ]  # fmt: skip
+    for plugin in options.plugins:
+        args += ["-p", plugin]
+    args += [str(path) for path in suite.files]
+    pythonpath = [str((copy / entry).resolve()) for entry in options.pythonpath]
+    escaped = [p for p in pythonpath if not Path(p).is_relative_to(copy.resolve())]
+    if escaped:
+        msg = f"'pythonpath' entries must stay inside the workspace (got {escaped!r})"
+        raise SandboxError(msg)
+    is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    settings = {
+        "key": key.hex(),
+        "args": args,
+        "pythonpath": pythonpath,
+        "limits": limits.rlimits(
+            options.timeout, is_root=is_root, user_processes=None if is_root else _user_processes()
+        ),
+    }
+    env = child_environment(os.environ, dict(options.env), home=root / "home", tmp=root / "tmp")
+    argv = [*options.interpreter(), "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
+    run = run_child(
+        argv,
+        cwd=copy,
+        env=env,
+        settings=settings,
+        timeout=options.timeout,
+        output_bytes=limits.output_bytes,
+        tail_bytes=limits.tail_bytes,
+    )
+    log = read_channel(run.channel, key)
+    if log.fatal is not None:
+        msg = f"the test interpreter {argv[0]!r} cannot run the hidden tests: {log.fatal}"
+        raise SandboxError(msg)
+    if not log.hello and not run.timed_out:
+        msg = (
+            f"the test interpreter {argv[0]!r} did not start the sandbox runner"
+            f" (exit code {run.returncode}); its output ends with: {run.output_tail[-500:]!r}"
+        )
+        raise SandboxError(msg)
+    after = fingerprint(root / "suite") | {
+        f"runner/{k}": v for k, v in fingerprint(runner_dir).items()
+    }
+    modified = sorted(name for name, digest in before.items() if after.get(name) != digest)
+    judgement = judge(
+        suite=suite,
+        log=log,
+        run=run,
+        modified=modified,
+        timeout=options.timeout,
+        output_bytes=limits.output_bytes,
+    )
+    return Verdict(
+        passed=judgement.passed,
+        outcomes=judgement.outcomes,
+        tampered=judgement.tampered,
+        reason=judgement.reason,
+        duration_s=time.monotonic() - started,
+        output_tail=run.output_tail,
+    )
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class HiddenTests:
+    """A checker ``(episode, gold) -> bool`` grading ``episode.workspace`` by hidden tests.
+
+    Built by :func:`hidden_tests`.  The hidden tests are the gold, so ``gold`` is
+    ignored.  :meth:`verdict_for` returns the whole :class:`Verdict` (reason,
+    per-test outcomes, tampering) where a bare bool is not enough.
+    """
+
+    tests: Path
+    options: _Options = field(default_factory=_Options)
+
+    def __call__(self, episode: object, gold: object = None) -> bool:
+        """True iff the hidden tests pass on the episode's workspace."""
+        return self.verdict_for(episode).passed
+
+    def verdict_for(self, episode: object) -> Verdict:
+        """Run the hidden tests on ``episode.workspace`` and return the verdict."""
+        workspace = getattr(episode, "workspace", None)
+        if workspace is None:
+            msg = (
+                "hidden_tests needs the episode's 'workspace', the folder the agent"
+                f" wrote (got None on {episode!r})"
+            )
+            raise SandboxError(msg)
+        return self.run(workspace)
+
+    def run(self, workspace: str | os.PathLike[str]) -> Verdict:
+        """Run the hidden tests on a workspace folder and return the verdict."""
+        return _run(workspace, _resolve_tests(self.tests), self.options)
+
+    @classmethod
+    def from_spec(cls, spec: str, *, base: str | os.PathLike[str] | None = None) -> HiddenTests:
+        """Build the checker from a configuration string ``"hidden_tests:PATH"``.
+
+        A relative PATH is taken from ``base`` (e.g. the project folder), else from
+        the current folder.
+        """
+        if not isinstance(spec, str) or not spec.startswith(_SPEC_PREFIX) or spec == _SPEC_PREFIX:
+            msg = f"checker spec must look like 'hidden_tests:PATH' (got {spec!r})"
+            raise SandboxError(msg)
+        path = Path(spec[len(_SPEC_PREFIX) :])
+        if base is not None and not path.is_absolute():
+            path = Path(os.fspath(base)) / path
+        return hidden_tests(path)
+
+    def __repr__(self) -> str:
+        defaults = _Options()
+        parts = [repr(str(self.tests))]
+        for name in ("timeout", "python", "env", "pythonpath", "plugins", "limits"):
+            value = getattr(self.options, name)
+            if value != getattr(defaults, name):
+                parts.append(f"{name}={dict(value) if name == 'env' else value!r}")
+        return f"hidden_tests({', '.join(parts)})"
+
+
+def hidden_tests(
+    tests: str | os.PathLike[str],
+    *,
+    timeout: float = 60.0,
+    python: str | os.PathLike[str] | Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    pythonpath: Sequence[str] = (".",),
+    plugins: Sequence[str] = (),
+    limits: Limits | None = None,
+) -> HiddenTests:
+    """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.
+
+    ``tests`` is resolved against the current folder now and must exist; the other
+    options are those of :func:`run_hidden_tests`.  Use it as
+    ``TaskSuccessMetric(check=hidden_tests("hidden/"))`` or in a ``metric`` marker.
+    """
+    options = _Options.build(
+        timeout=timeout,
+        python=python,
+        env=env,
+        pythonpath=pythonpath,
+        plugins=plugins,
+        limits=limits,
+    )
+    return HiddenTests(_resolve_tests(tests), options)
