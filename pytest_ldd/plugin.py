@@ -412,6 +412,7 @@ class LddSession:
             start_states=start_states,
             config_bounds=config_bounds,
             config_predictors=config_predictors,
+            base_dir=rootpath,
         )
         if not self.is_worker:
             self.ledger = SessionLedger(self.ctx)

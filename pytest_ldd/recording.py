@@ -17,6 +17,7 @@ import secrets
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
@@ -46,6 +47,9 @@ SESSION_KEY = "<session>"
 CORPUS_METRICS = ("task_success", "cost_per_success")
 
 PREDICTORS = ("history_mean",)
+
+#: How an infinite cost-of-pass is remembered in the predictor history.
+HUGE_COST = 1e12
 
 
 def utc_now() -> str:
@@ -117,6 +121,8 @@ class RunContext:
     config_bounds: dict[str, tuple[Bound, ...]] = field(default_factory=dict)
     #: Predictors from ``[tool.ldd.metrics.NAME]``.
     config_predictors: dict[str, str] = field(default_factory=dict)
+    #: The folder relative ``hidden_tests:PATH`` checkers and price files resolve against.
+    base_dir: Path | None = None
     _prices: Any = None
 
     def is_load_bearing(self, name: str) -> bool:
@@ -133,10 +139,9 @@ class RunContext:
         if self._prices is None and self.config.agents.prices:
             from pytest_ldd.agents import load_prices
 
-            source = self.config.agents.prices
-            base = self.config.source.parent if self.config.source is not None else None
-            path = (base / source) if base is not None else source
-            self._prices = load_prices(path)
+            source = Path(self.config.agents.prices)
+            base = self.config.source.parent if self.config.source is not None else self.base_dir
+            self._prices = load_prices(base / source if base is not None else source)
         return self._prices
 
     def history_window(self, name: str) -> int:
@@ -281,8 +286,9 @@ class TestRecorder:
             check=check,
             prices=self.ctx.prices(),
             model=self.ctx.config.agents.model,
+            base_dir=self.ctx.base_dir,
         )
-        self.ctx_register_corpus_metrics()
+        self._declare_corpus_metrics()
         self.observe("task_success", 1.0 if graded.success else 0.0)
         scores = {
             "task_success": Score(1.0 if graded.success else 0.0, graded.detail, True),
@@ -300,7 +306,7 @@ class TestRecorder:
         )
         return scores
 
-    def ctx_register_corpus_metrics(self) -> None:
+    def _declare_corpus_metrics(self) -> None:
         """Declare the corpus metrics the first time an episode is graded."""
         registry = self.ctx.registry
         known = set(registry.names())
@@ -338,7 +344,7 @@ class TestRecorder:
             "breaches": [b.to_json() for b in self._breaches],
             "history": self._history_out,
             "gates": self._gates,
-            "episodes": self._tally.to_json() if self._tally is not None else None,
+            "episodes": self._tally.to_dict() if self._tally is not None else None,
         }
         self._reset()
         return payload
@@ -430,7 +436,7 @@ class SessionLedger:
         if episodes is not None:
             from pytest_ldd.agents.corpus import CorpusTally
 
-            part = CorpusTally.from_json(episodes)
+            part = CorpusTally.from_dict(episodes)
             if self._tally is None:
                 self._tally = part
             else:
@@ -453,17 +459,12 @@ class SessionLedger:
         corpus_gates = corpus_gates or {}
         if self._tally is not None:
             summary = self._tally.summary()
-            self.corpus = dict(summary)
-            aggregates = {
-                "task_success": summary.get("success_rate"),
-                "cost_per_success": _inf_if_none(summary.get("cost_per_success")),
-            }
+            aggregates = self._tally.aggregates()
+            self.corpus = corpus_section(summary)
             pairs = []
             for name in CORPUS_METRICS:
-                value = aggregates[name]
-                if value is None or name not in ctx.registry.names():
-                    continue
-                if name == "cost_per_success" and summary.get("total_dollars") is None:
+                value = aggregates.get(name)
+                if value is None or name not in ctx.registry:
                     continue
                 touch = self._touch(name)
                 past = list(ctx.registry.history(name, SESSION_KEY))
@@ -476,12 +477,13 @@ class SessionLedger:
                     )
                     touch.pairs += 1
                     self.pairs += 1
-                self.history.setdefault((name, SESSION_KEY), []).append(value)
+                # JSON has no infinity: a session where nothing succeeded is remembered
+                # as a huge finite cost, which normalizes to 1.0 all the same.
+                remembered = min(value, HUGE_COST)
+                self.history.setdefault((name, SESSION_KEY), []).append(remembered)
             if ctx.recording and pairs:
                 ctx.calibrator.log_many(pairs)
             self.corpus["gates"] = self._corpus_gates(aggregates, corpus_gates)
-        elif corpus_gates:
-            self.corpus = {}
         if ctx.recording:
             before = {name: ctx.registry.state(name) for name in self.touched}
             changes = ctx.calibrator.update(list(self.touched), history=self.history)
@@ -582,10 +584,47 @@ class SessionLedger:
         }
 
 
-def _inf_if_none(value: Any) -> float | None:
-    if value is None:
-        return math.inf
+def _finite_or_none(value: Any) -> float | None:
+    """A JSON-safe dollar figure: None stands for infinite (nothing succeeded)."""
+    if value is None or value == "inf":
+        return None
     return float(value)
+
+
+def _corpus_row(figures: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "n": figures["n"],
+        "successes": figures["successes"],
+        "success_rate": figures["success_rate"],
+        "interval": figures["success_interval"],
+        "total_dollars": figures["total_dollars"],
+        "cost_per_success": _finite_or_none(figures["cost_per_success"]),
+    }
+
+
+def corpus_section(summary: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``corpus`` part of the session document, from a tally summary."""
+    section: dict[str, Any] = {
+        "task_success": {
+            "n": summary["n"],
+            "successes": summary["successes"],
+            "success_rate": summary["success_rate"],
+            "interval": summary["success_interval"],
+            "tasks": summary["tasks"],
+        },
+    }
+    if summary["total_dollars"] is not None:
+        section["cost_per_success"] = {
+            "total_dollars": summary["total_dollars"],
+            "pooled": _finite_or_none(summary["cost_per_success"]),
+            "per_task": _finite_or_none(summary["cost_per_success_per_task"]),
+        }
+    section["pass_at_k"] = dict(summary["pass_at_k"])
+    section["pass_hat_k"] = dict(summary["pass_hat_k"])
+    section["by_test"] = {
+        group: _corpus_row(figures) for group, figures in summary["groups"].items()
+    }
+    return section
 
 
 def check_observation_type(value: Any) -> None:

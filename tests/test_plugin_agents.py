@@ -1,0 +1,165 @@
+"""Agent episodes in the plugin: grading, corpus figures, corpus gates, xdist."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from plugin_support import read_jsonl, run, state_of
+
+PYPROJECT = """
+[tool.ldd.agents]
+prices = "prices.toml"
+model = "small-model"
+
+[tool.ldd.gates]
+task_success = {ge = 0.8}
+"""
+
+PRICES = """
+[models."small-model"]
+input_per_million = 1.0
+output_per_million = 2.0
+"""
+
+SUITE = """
+import pytest
+from pytest_ldd import Cost, Episode
+
+TASKS = [("t1", "42", "42"), ("t2", "paris", "Paris"), ("t3", "7", "8"), ("t4", "x", "y")]
+
+@pytest.mark.metric("task_success", check="output")
+@pytest.mark.parametrize(("task_id", "output", "gold"), TASKS)
+def test_task(task_id, output, gold):
+    cost = Cost(input_tokens=1000, output_tokens=500)
+    yield Episode(task_id, output=output, cost=cost), gold
+
+
+def test_fixture(ldd):
+    from pytest_ldd import Cost, Episode
+
+    scores = ldd.episode(Episode("t5", output="ok", cost=Cost(input_tokens=1000)), "ok")
+    assert scores["task_success"].value == 1.0
+    assert scores["cost_per_success"].value == pytest.approx(0.001)
+"""
+
+
+@pytest.fixture
+def agent_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyprojecttoml(PYPROJECT)
+    (pytester.path / "prices.toml").write_text(PRICES)
+    pytester.makepyfile(test_agents=SUITE)
+    return pytester
+
+
+def test_corpus_figures_in_summary_and_json(agent_project: pytest.Pytester) -> None:
+    result = run(agent_project, "--ldd", "--ldd-report=report.json")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=5)
+    # 3 of 5 succeeded; dollars 4 x 0.002 + 0.001 = 0.009; 0.009 / 3 per success.
+    result.stdout.fnmatch_lines(
+        [
+            "*task_success: 3/5 = 0.600 (95% CI 0.231-0.882)*",
+            "*cost-of-pass: $0.0030 per successful task*total $0.0090*",
+            "*corpus advisory breach: task_success = 0.6, limit ge 0.8*",
+        ]
+    )
+    doc = json.loads((agent_project.path / "report.json").read_text())
+    corpus = doc["session"]["corpus"]
+    assert corpus["task_success"]["n"] == 5
+    assert corpus["task_success"]["successes"] == 3
+    assert corpus["task_success"]["success_rate"] == pytest.approx(0.6)
+    low, high = corpus["task_success"]["interval"]
+    assert (low, high) == (pytest.approx(0.2307, abs=1e-4), pytest.approx(0.8824, abs=1e-4))
+    assert corpus["cost_per_success"]["total_dollars"] == pytest.approx(0.009)
+    assert corpus["cost_per_success"]["pooled"] == pytest.approx(0.003)
+    # t3 and t4 never succeeded: the per-task estimator is infinite (null in JSON).
+    assert corpus["cost_per_success"]["per_task"] is None
+    by_test = corpus["by_test"]
+    assert by_test["test_agents.py::test_task"]["successes"] == 2
+    assert by_test["test_agents.py::test_task"]["n"] == 4
+    assert by_test["test_agents.py::test_fixture"]["successes"] == 1
+    (gate,) = corpus["gates"]
+    assert gate == {
+        "name": "task_success",
+        "op": "ge",
+        "limit": 0.8,
+        "value": 0.6,
+        "state": "insufficient_data",
+        "enforced": False,
+        "breached": True,
+    }
+    observations = read_jsonl(agent_project.path / ".ldd" / "observations.jsonl")
+    success = sorted(o["raw"] for o in observations if o["metric_name"] == "task_success")
+    assert success == [0.0, 0.0, 1.0, 1.0, 1.0]
+    costs = [o["raw"] for o in observations if o["metric_name"] == "cost_per_success"]
+    assert sorted(costs) == pytest.approx([0.001, 0.002, 0.002, 0.002, 0.002])
+
+
+def test_corpus_gate_becomes_load_bearing_after_calibration(
+    agent_project: pytest.Pytester,
+) -> None:
+    ldd_dir = agent_project.path / ".ldd"
+    # Session 1 has no history to predict from; sessions 2-6 log one pair each.
+    for _ in range(6):
+        result = run(agent_project, "--ldd")
+        assert result.ret == 0, result.stdout.str()
+    assert state_of(ldd_dir, "task_success") == "load_bearing"
+    pairs = [
+        p
+        for p in read_jsonl(ldd_dir / "metric_calibrations.jsonl")
+        if p["metric_name"] == "task_success"
+    ]
+    assert len(pairs) == 5
+    assert all(p["nodeid"] is None for p in pairs)
+    result = run(agent_project)
+    assert result.ret == 1
+    result.assert_outcomes(passed=5)
+    result.stdout.fnmatch_lines(
+        ["*ldd corpus gate failed: task_success = 0.6, limit ge 0.8 (load-bearing: n=5*"]
+    )
+
+
+def test_corpus_figures_are_the_same_under_xdist(agent_project: pytest.Pytester) -> None:
+    serial = run(agent_project, "--ldd-report=serial.json")
+    parallel = run(agent_project, "-n", "2", "--ldd-report=parallel.json")
+    assert serial.ret == parallel.ret == 0
+    a = json.loads((agent_project.path / "serial.json").read_text())["session"]["corpus"]
+    b = json.loads((agent_project.path / "parallel.json").read_text())["session"]["corpus"]
+    assert a == b
+
+
+def test_unknown_model_fails_the_test_naming_it(agent_project: pytest.Pytester) -> None:
+    agent_project.makepyfile(
+        test_agents="""
+        from pytest_ldd import Cost, Episode
+
+        def test_mystery(ldd):
+            ldd.episode(Episode("t1", output="a", model="mystery-model", cost=Cost(10)), "a")
+        """
+    )
+    result = run(agent_project)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*mystery-model*"])
+
+
+def test_checker_that_raises_is_an_error_of_that_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_raising="""
+        import pytest
+        from pytest_ldd import Episode
+
+        def broken(episode, gold):
+            raise RuntimeError("checker exploded")
+
+        @pytest.mark.metric("task_success", check=broken)
+        def test_one():
+            yield Episode("t1", output="a"), "a"
+
+        def test_other():
+            pass
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*RuntimeError: checker exploded*"])
