@@ -318,8 +318,8 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 # -- the parser ------------------------------------------------------------------------
 
 
-class _Formatter(argparse.RawDescriptionHelpFormatter):
-    """Keep the descriptions' paragraphs and examples as written."""
+class _Formatter(argparse.HelpFormatter):
+    """Wrap descriptions to the terminal, as argparse does by default."""
 
 
 def _common() -> argparse.ArgumentParser:
