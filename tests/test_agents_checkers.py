@@ -226,8 +226,10 @@ def test_recorded_success() -> None:
 
 def test_run_check_wraps_bools_and_rejects_other_results() -> None:
     episode = _answer("x")
-    assert run_check(lambda ep, gold: True, episode, None) == CheckResult(True)
+    assert run_check(lambda ep, gold: True, episode, None) == CheckResult(True, "passed")
+    assert run_check(lambda ep, gold: False, episode, None) == CheckResult(False, "failed")
     assert run_check(lambda ep, gold: CheckResult(False, "no"), episode, None).detail == "no"
+    assert run_check(lambda ep, gold: CheckResult(False), episode, None).detail == "failed"
     with pytest.raises(InvalidObservationError, match="must return a bool"):
         run_check(lambda ep, gold: None, episode, None)  # type: ignore[arg-type]
     with pytest.raises(InvalidObservationError, match="must return a bool"):
@@ -343,3 +345,23 @@ def test_a_hidden_tests_callable_is_wrapped_too(tmp_path: Path) -> None:
     result = run_check(resolve_checker(inner), Episode("t"), None)
     assert result == CheckResult(True, "hidden tests passed")
     assert inner.runs == 1
+
+
+def test_hidden_tests_name_runs_the_real_sandbox(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    (hidden / "test_add.py").write_text(
+        "from solution import add\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        encoding="utf-8",
+    )
+    good, bad = tmp_path / "good", tmp_path / "bad"
+    for workspace, body in ((good, "a + b"), (bad, "a - b")):
+        workspace.mkdir()
+        (workspace / "solution.py").write_text(
+            f"def add(a, b):\n    return {body}\n", encoding="utf-8"
+        )
+    metric = TaskSuccessMetric(check=resolve_checker("hidden_tests:hidden", base_dir=tmp_path))
+    assert metric(Episode("add", workspace=good), None).value == 1.0
+    failed = metric(Episode("add", workspace=bad), None)
+    assert failed.value == 0.0
+    assert failed.detail

@@ -9,7 +9,6 @@ explanation in ``Score.detail`` (e.g. ``final state differs at: orders.2.status
 
 from __future__ import annotations
 
-import importlib
 import math
 import os
 import re
@@ -77,15 +76,17 @@ class Checker(Protocol):
 def run_check(checker: Checker, episode: Episode, gold: Any) -> CheckResult:
     """Call *checker* and return its verdict as a :class:`CheckResult`.
 
-    A checker that raises is not caught: its error is the error of the test that
+    A bare bool, or a result without a detail, gets the detail ``"passed"`` or
+    ``"failed"``.  A checker that raises is not caught: its error is the error of the test that
     graded the episode.  A checker that returns anything but a bool or a
     :class:`CheckResult` (say ``None`` from a missing ``return``) is an error too.
     """
     result: object = checker(episode, gold)
-    if isinstance(result, CheckResult):
+    if isinstance(result, CheckResult) and result.detail:
         return result
-    if isinstance(result, bool):
-        return CheckResult(result)
+    if isinstance(result, (bool, CheckResult)):
+        passed = bool(result)
+        return CheckResult(passed, "passed" if passed else "failed")
     msg = (
         f"checker {_name_of(checker)} must return a bool or a CheckResult"
         f" (got {type(result).__name__} {result!r}) for task {episode.task_id!r}"
@@ -411,5 +412,6 @@ def _hidden_tests(path: str, base_dir: str | os.PathLike[str] | None) -> Checker
     if base_dir is not None and not tests.is_absolute():
         tests = Path(base_dir) / tests
     # The sandbox is heavy and only needed by suites that use it: import it on demand.
-    sandbox = importlib.import_module("pytest_ldd.sandbox")
-    return _HiddenTestsCheck(sandbox.hidden_tests(tests))
+    from pytest_ldd.sandbox import hidden_tests
+
+    return _HiddenTestsCheck(hidden_tests(tests))

@@ -70,8 +70,7 @@ def grade(
         raise InvalidObservationError(msg)
     dollars = episode_dollars(episode, price=price, prices=prices, model=model)
     result = run_check(resolve_checker(check, base_dir=base_dir), episode, gold)
-    detail = result.detail or ("passed" if result.passed else "failed")
-    return GradedEpisode(episode.task_id, result.passed, dollars, detail)
+    return GradedEpisode(episode.task_id, result.passed, dollars, result.detail)
 
 
 @dataclass(slots=True)

@@ -155,10 +155,9 @@ class TaskSuccessMetric:
     def __call__(self, episode: Episode, gold: Any) -> Score:
         """Grade one episode: 1.0 when the checker passes it, else 0.0."""
         result = run_check(self.check, episode, gold)
-        detail = result.detail or ("passed" if result.passed else "failed")
         return Score(
             1.0 if result.passed else 0.0,
-            detail,
+            result.detail,
             True,
             success=result.passed,
             task_id=episode.task_id,
@@ -221,10 +220,9 @@ class CostPerSuccessMetric:
         dollars = episode_dollars(episode, price=self.price, prices=self.prices)
         assert dollars is not None  # a price or a catalog is always given
         result = run_check(self.check, episode, gold)
-        verdict = result.detail or ("passed" if result.passed else "failed")
         return Score(
             dollars,
-            f"${dollars:.6f}, {'success' if result.passed else 'failure'}: {verdict}",
+            f"${dollars:.6f}, {'success' if result.passed else 'failure'}: {result.detail}",
             False,
             success=result.passed,
             task_id=episode.task_id,
