@@ -77,8 +77,8 @@ def run_check(checker: Checker, episode: Episode, gold: Any) -> CheckResult:
     """Call *checker* and return its verdict as a :class:`CheckResult`.
 
     A bare bool, or a result without a detail, gets the detail ``"passed"`` or
-    ``"failed"``.  A checker that raises is not caught: its error is the error of the test that
-    graded the episode.  A checker that returns anything but a bool or a
+    ``"failed"``.  A checker that raises is not caught: its error is the error of the
+    test that graded the episode.  A checker that returns anything but a bool or a
     :class:`CheckResult` (say ``None`` from a missing ``return``) is an error too.
     """
     result: object = checker(episode, gold)

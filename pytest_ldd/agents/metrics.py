@@ -218,7 +218,9 @@ class CostPerSuccessMetric:
     def __call__(self, episode: Episode, gold: Any) -> Score:
         """This episode's dollars, with the checker's verdict in ``success``."""
         dollars = episode_dollars(episode, price=self.price, prices=self.prices)
-        assert dollars is not None  # a price or a catalog is always given
+        if dollars is None:  # pragma: no cover - __init__ requires a price or a catalog
+            msg = f"no price for the episode of task {episode.task_id!r}"
+            raise PriceError(msg)
         result = run_check(self.check, episode, gold)
         return Score(
             dollars,
