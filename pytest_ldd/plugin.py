@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import inspect
 import warnings
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -490,7 +490,7 @@ class LddSession:
             )
         return args[0]
 
-    def _declare(self, item: pytest.Item, name: str, kwargs: dict[str, Any]) -> None:
+    def _declare(self, item: pytest.Item, name: str, kwargs: Mapping[str, Any]) -> None:
         """Register what a marker declares, or check it against what is registered."""
         from pytest_ldd.errors import UnknownMetricError
         from pytest_ldd.recording import CORPUS_METRICS
@@ -633,7 +633,11 @@ def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:
     from pytest_ldd.metric import bounded_rate, positive_count, signed_delta
 
     kind = given["kind"]
-    factories = {"bounded": bounded_rate, "positive": positive_count, "signed": signed_delta}
+    factories: dict[str, Callable[..., Any]] = {
+        "bounded": bounded_rate,
+        "positive": positive_count,
+        "signed": signed_delta,
+    }
     if kind not in factories:
         msg = f"keyword 'kind' must be one of bounded, positive, signed (got {kind!r})"
         raise InvalidSpecError(msg)

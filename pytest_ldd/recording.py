@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
 from pytest_ldd.estimator import MeanHistoryEstimator
-from pytest_ldd.gates import Bound, describe, format_value
+from pytest_ldd.gates import Bound, format_value
 
 if TYPE_CHECKING:
     from pytest_ldd.agents.corpus import CorpusTally

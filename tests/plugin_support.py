@@ -14,7 +14,9 @@ def snapshot(folder: Path) -> dict[str, bytes]:
     if not folder.exists():
         return {}
     return {
-        str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()
+        str(p.relative_to(folder)): p.read_bytes()
+        for p in sorted(folder.rglob("*"))
+        if p.is_file()
     }
 
 

@@ -247,8 +247,12 @@ def test_json_report(pytester: pytest.Pytester) -> None:
     assert row["observations"] == 1
     assert row["pairs"] == 1
     assert row["breaches"] == [
-        {"nodeid": "test_latency.py::test_latency", "value": 512.0, "limit": "le 500",
-         "enforced": False}
+        {
+            "nodeid": "test_latency.py::test_latency",
+            "value": 512.0,
+            "limit": "le 500",
+            "enforced": False,
+        }
     ]
     assert session["state_changes"] == []
     sessions = read_jsonl(pytester.path / ".ldd" / "sessions.jsonl")

@@ -5,9 +5,7 @@ from __future__ import annotations
 import pytest
 from plugin_support import read_jsonl, run
 
-SCORE = (
-    '@pytest.mark.metric("score", kind="bounded", description="share of cases solved")\n'
-)
+SCORE = '@pytest.mark.metric("score", kind="bounded", description="share of cases solved")\n'
 
 
 def test_yield_tests_with_parametrize_fixtures_classes_and_k(pytester: pytest.Pytester) -> None:
