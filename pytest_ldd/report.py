@@ -318,7 +318,10 @@ def breach_text(metric: Mapping[str, Any], breach: Mapping[str, Any]) -> str:
     value = breach.get("value")
     if value is None:
         # ldd.gate() blocks breach by a failed assertion, not by a value.
-        detail = breach.get("message") or breach.get("limit") or "gate breached"
+        limit = breach.get("limit")
+        detail = breach.get("message") or (
+            "assertion failed in ldd.gate()" if limit in (None, "assertion") else str(limit)
+        )
         return f"{name}: {detail}{where}"
     shown = fmt_value(value) + (f" {unit}" if unit else "")
     return f"{name} = {shown}, limit {breach.get('limit')}{where}"

@@ -229,6 +229,12 @@ def test_enforced_breach_and_assertion_breach_lines() -> None:
     lines = render_terminal(doc)
     assert "gate failed: latency_p99 = 600 ms, limit le 500 (t.py::a)" in lines
     assert "advisory breach: latency_p99: assert 0.2 >= 0.5 (t.py::b)" in lines
+    doc["metrics"][0]["breaches"] = [
+        {"nodeid": "t.py::c", "value": None, "limit": "assertion", "enforced": False}
+    ]
+    assert "advisory breach: latency_p99: assertion failed in ldd.gate() (t.py::c)" in (
+        render_terminal(doc)
+    )
     # Failures come before advisory breaches.
     assert lines.index("gate failed: latency_p99 = 600 ms, limit le 500 (t.py::a)") < lines.index(
         "advisory breach: latency_p99: assert 0.2 >= 0.5 (t.py::b)"
