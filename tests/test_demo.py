@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_ldd.demo import DEFAULT_SESSIONS, main
-from pytest_ldd.demo.runner import copy_project
+from pytest_ldd.demo import DEFAULT_SESSIONS, main, runner
+from pytest_ldd.demo.runner import REGRESSION_SESSION, SessionRun, copy_project, surprises
 from pytest_ldd.registry import MetricRegistry
 from pytest_ldd.store import TraceStore
 
@@ -205,3 +205,36 @@ def test_the_copy_is_the_whole_project_and_nothing_else(tmp_path: Path) -> None:
         assert f"hidden/{task}/test_{task}.py" in copied
         assert f"usage/{task}.json" in copied
     assert not [p for p in copied if "__pycache__" in p or p.startswith(".ldd")]
+
+
+def test_an_unexpected_failure_exits_one_and_says_what(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken"
+    copy_project(broken)
+    with open(broken / "tests" / "test_agent.py", "a", encoding="utf-8") as handle:
+        handle.write('\n\ndef test_broken() -> None:\n    assert False, "broken on purpose"\n')
+    monkeypatch.setattr(runner, "_bundled_project", lambda: broken)
+    assert main(["--into", str(tmp_path / "run"), "--sessions", "1"]) == 1
+    err = capsys.readouterr().err
+    assert "something unexpected happened" in err
+    assert "session 1: pytest exited 1, expected 0" in err
+    assert "test_broken failed" in err
+    assert "broken on purpose" in err
+
+
+def _run(number: int, returncode: int, failures: list[tuple[str, str]]) -> SessionRun:
+    breach = {"nodeid": "t", "value": 3.1, "limit": "le 2", "enforced": True}
+    row = {"name": "solve_seconds", "unit": "s", "breaches": [breach] if failures else []}
+    document = {"metrics": [row], "state_changes": []}
+    return SessionRun(number, returncode, 1.0, "", document, failures)
+
+
+def test_the_script_expects_a_gate_failure_in_the_regression_session_only() -> None:
+    gate = [("test_agent_task[parse_duration]", "ldd gate failed: solve_seconds = 3.1 s")]
+    assert surprises(_run(REGRESSION_SESSION, 1, gate)) == []
+    assert surprises(_run(3, 0, [])) == []
+    assert surprises(_run(3, 1, gate)) != []
+    assert any("expected 1" in s for s in surprises(_run(REGRESSION_SESSION, 0, [])))
+    other = [*gate, ("test_other", "AssertionError: boom")]
+    assert any("another reason" in s for s in surprises(_run(REGRESSION_SESSION, 1, other)))

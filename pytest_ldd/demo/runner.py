@@ -45,6 +45,10 @@ __all__ = [
     "build_parser",
     "copy_project",
     "main",
+    "run_session",
+    "session_lines",
+    "story_surprises",
+    "surprises",
 ]
 
 #: Where the example project is copied when ``--into`` is not given.
@@ -414,7 +418,7 @@ def _corpus_line(corpus: Mapping[str, Any]) -> str | None:
 
 def session_lines(run: SessionRun, total: int) -> list[str]:
     """What the demo prints after one session."""
-    from pytest_ldd.report import breach_text, fmt_error, format_table
+    from pytest_ldd.report import breach_text, fmt_error, fmt_value, format_table
 
     lines = [f"session {run.number}/{total}: {_outcome(run)}  ({run.seconds:.1f} s)"]
     doc = run.document
@@ -456,14 +460,16 @@ def session_lines(run: SessionRun, total: int) -> list[str]:
     for change in run.state_changes():
         name, after = change.get("name"), change.get("after")
         row = rows_by_name.get(name, {})
-        figures = f"n={row.get('n', '?')}, MAE={fmt_error(row.get('mae'))}"
+        figures = (
+            f"n={row.get('n', '?')}, MAE={fmt_error(row.get('mae'))} "
+            f"<= {fmt_value(row.get('max_mae'))}"
+        )
         if after == "load_bearing":
-            lines.append(
-                f"  promoted: {name} is load-bearing from the next session on ({figures}); "
-                "its gates now fail tests"
-            )
+            lines.append(f"  promoted: {name} is load-bearing ({figures})")
+            lines.append("    -> from the next session on, its gates fail tests")
         elif change.get("before") == "load_bearing":
-            lines.append(f"  demoted: {name} is {after} ({figures}); its gates only warn again")
+            lines.append(f"  demoted: {name} is {after} ({figures})")
+            lines.append("    -> from the next session on, its gates only warn again")
     return lines
 
 
@@ -522,18 +528,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     total = args.sessions
     _say(f"ldd demo: copied the example project ({files} files) to {project}")
+    _say("  a scripted agent attempts 4 coding tasks per session, graded by sandboxed hidden")
+    _say("  tests; a cheap judge predicts each verdict; token usage is priced; time is gated.")
     _say(
-        "  a scripted coding agent attempts 4 small tasks per session; sandboxed hidden "
-        "tests grade it,"
-    )
-    _say(
-        "  a cheap judge predicts each verdict, recorded token usage is priced, and the "
-        "time per task is gated."
-    )
-    _say(
-        f"running `python -m pytest --ldd` {total} time{'s' if total != 1 else ''}, with "
-        f"only the pytest-ldd plugin loaded ({SESSION_ENV}=1..{total} picks what the "
-        "agent does)"
+        f"running `python -m pytest --ldd` {total} time{'s' if total != 1 else ''} (only the "
+        f"pytest-ldd plugin loaded; {SESSION_ENV} tells the agent which session it is)"
     )
     _say()
 
@@ -593,6 +592,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _story(runs: Sequence[SessionRun]) -> list[str]:
     """One line per event of the script that this run showed."""
+    from pytest_ldd.report import fmt_error, fmt_value
+
     lines = []
     for run in runs:
         for metric, breach in run.advisory_breaches:
@@ -610,6 +611,19 @@ def _story(runs: Sequence[SessionRun]) -> list[str]:
             lines.append(
                 f"session {run.number}: {metric.get('name')} breached its gate "
                 f"({breach.get('limit')}) while load-bearing: the run failed"
+            )
+    last = runs[-1].document if runs else None
+    for row in (last or {}).get("metrics") or ():
+        state, name = row.get("state_after"), row.get("name")
+        if state == "insufficient_data":
+            lines.append(
+                f"{name} is not calibrated yet (n={row.get('n')} < {row.get('min_n')}): "
+                "still advisory"
+            )
+        elif state != "load_bearing":
+            lines.append(
+                f"{name} stayed advisory ({state}, MAE={fmt_error(row.get('mae'))} > "
+                f"{fmt_value(row.get('max_mae'))}): its predictions miss, so it never fails a run"
             )
     if len(runs) < REGRESSION_SESSION:
         lines.append(
