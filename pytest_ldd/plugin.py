@@ -337,6 +337,7 @@ class LddSession:
         self.document: dict[str, Any] | None = None
         self.corpus_bounds: dict[str, tuple[Bound, ...]] = {}
         self.error: str | None = None
+        self.usage_error: str | None = None
 
     # -- start ---------------------------------------------------------------------
 
@@ -434,10 +435,27 @@ class LddSession:
     ) -> None:
         if self.ctx is None:
             return
-        for item in items:
-            markers = list(item.iter_markers("metric"))
-            if markers:
-                item.stash[_PLAN_KEY] = self._plan(item, markers)
+        try:
+            for item in items:
+                markers = list(item.iter_markers("metric"))
+                if markers:
+                    item.stash[_PLAN_KEY] = self._plan(item, markers)
+        except pytest.UsageError as exc:
+            if not self.is_worker:
+                raise
+            # A usage error raised inside an xdist worker crashes the worker; instead it
+            # runs nothing and hands the message to the controller, which stops the
+            # session with exit status 4 like a serial run.
+            workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
+            workeroutput["ldd_usage_error"] = str(exc)
+            items.clear()
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        """Collect a usage error found by an xdist worker."""
+        message = getattr(node, "workeroutput", {}).get("ldd_usage_error")
+        if message and self.usage_error is None:
+            self.usage_error = message
 
     def _plan(self, item: pytest.Item, markers: list[pytest.Mark]) -> _TestPlan:
         from pytest_ldd.gates import parse_bounds
@@ -567,8 +585,13 @@ class LddSession:
         if self.ledger is None:
             return
         payload = getattr(report, "ldd", None)
-        if payload is not None:
-            self.ledger.consume(payload)
+        if payload is not None and self.error is None:
+            try:
+                self.ledger.consume(payload)
+            except LddError as exc:
+                # Raising here would be an INTERNALERROR (and, under xdist, kill the
+                # controller's loop); the session stops cleanly at the end instead.
+                self.error = f"{report.nodeid}: {exc}"
         if report.when == "teardown":
             self.ledger.count_test()
 
@@ -577,16 +600,21 @@ class LddSession:
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
         result = yield
+        if self.usage_error is not None:
+            raise pytest.UsageError(self.usage_error)
         if self.ledger is not None and self.ctx is not None:
             ledger = self.ledger
-            try:
-                ledger.finish(self.corpus_bounds)
-            except LddError as exc:
-                self.error = str(exc)
+            if self.error is None:
+                try:
+                    ledger.finish(self.corpus_bounds)
+                except LddError as exc:
+                    self.error = str(exc)
+            if self.error is not None:
+                raise pytest.UsageError(f"pytest-ldd: {self.error}")
             for name, before, after in ledger.state_changes:
                 self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
             self.document = ledger.document()
-            if self.recording and self.error is None:
+            if self.recording:
                 self.ctx.registry.store.append_sessions([self.document], fsync=True)
                 self.ctx.registry.store.sync()
             if ledger.corpus_failures:
@@ -619,13 +647,13 @@ class LddSession:
         from pytest_ldd import report
 
         terminalreporter.write_sep("=", "ldd")
-        for line in report.render_terminal(doc):
-            terminalreporter.write_line(line)
-        if self.error is not None:
-            terminalreporter.write_line(f"ldd error: {self.error}", red=True)
-        if self.ledger is not None:
-            for failure in self.ledger.corpus_failures:
-                terminalreporter.write_line(failure, red=True, bold=True)
+        failures = set(self.ledger.corpus_failures if self.ledger is not None else ())
+        verbose = self.config.get_verbosity() > 0
+        for line in report.render_terminal(doc, verbose=verbose):
+            if line in failures:
+                terminalreporter.write_line(line, red=True, bold=True)
+            else:
+                terminalreporter.write_line(line)
 
 
 def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:

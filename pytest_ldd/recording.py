@@ -81,6 +81,8 @@ class Breach:
     enforced: bool
     message: str
     nodeid: str
+    #: The failed assertion of an ``ldd.gate()`` block (None for a bound).
+    detail: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The JSON form carried in payloads and reports."""
@@ -91,6 +93,7 @@ class Breach:
             "enforced": self.enforced,
             "message": self.message,
             "nodeid": self.nodeid,
+            "detail": self.detail,
         }
 
 
@@ -262,7 +265,7 @@ class TestRecorder:
                 f"ldd advisory breach: {name}: {detail} "
                 f"(advisory: {_state_name(state)}, n={n}, MAE={_fmt_mae(mae)})"
             )
-        breach = Breach(name, None, "assertion", enforced, message, self.nodeid)
+        breach = Breach(name, None, "assertion", enforced, message, self.nodeid, detail)
         self._breaches.append(breach)
         metric = self.ctx.registry.get(name)
         if name not in self._sent_specs:
@@ -514,10 +517,12 @@ class SessionLedger:
                 )
                 if breached and enforced:
                     assert state is not None
-                    self.corpus_failures.append(
+                    message = (
                         f"ldd corpus gate failed: {name} = {format_value(value)}, "
                         f"limit {bound} (load-bearing: n={state.n}, MAE={_fmt_mae(state.mae)})"
                     )
+                    rows[-1]["message"] = message
+                    self.corpus_failures.append(message)
         return rows
 
     def document(self) -> dict[str, Any]:
@@ -553,10 +558,7 @@ class SessionLedger:
                     "gates": sorted(touch.gates | {b["limit"] for b in touch.breaches}),
                     "observations": touch.observations,
                     "pairs": touch.pairs,
-                    "breaches": [
-                        {k: b[k] for k in ("nodeid", "value", "limit", "enforced")}
-                        for b in touch.breaches
-                    ],
+                    "breaches": [_breach_row(b) for b in touch.breaches],
                 }
             )
         breaches = [b for t in self.touched.values() for b in t.breaches]
@@ -582,6 +584,13 @@ class SessionLedger:
             ],
             "corpus": self.corpus,
         }
+
+
+def _breach_row(breach: Mapping[str, Any]) -> dict[str, Any]:
+    row = {k: breach[k] for k in ("nodeid", "value", "limit", "enforced")}
+    if breach.get("detail"):
+        row["message"] = breach["detail"]
+    return row
 
 
 def _finite_or_none(value: Any) -> float | None:

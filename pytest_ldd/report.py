@@ -376,7 +376,8 @@ def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[st
         figures = ", ".join(f"k={k} {fmt_error(v)}" for k, v in pass_hat.items())
         lines.append(f"pass^k: {figures}")
     by_test = corpus.get("by_test")
-    if verbose and by_test:
+    # One test function is the whole corpus: its row would repeat the line above.
+    if by_test and (verbose or len(by_test) > 1):
         rows = [
             [
                 str(test),
@@ -400,7 +401,7 @@ def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[st
             f"{gate.get('name')} = {value}, limit {gate.get('op')} {fmt_value(gate.get('limit'))}"
         )
         if gate.get("breached") and gate.get("enforced"):
-            lines.append(f"corpus gate failed: {what} (load-bearing)")
+            lines.append(gate.get("message") or f"corpus gate failed: {what} (load-bearing)")
         elif gate.get("breached"):
             lines.append(f"corpus advisory breach: {what} (state {gate.get('state')})")
         else:

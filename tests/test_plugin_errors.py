@@ -14,14 +14,17 @@ def test_it():
 """
 
 
-def check_usage_error(result: pytest.RunResult, message: str) -> None:
+def check_usage_error(
+    result: pytest.RunResult, message: str, *, before_tests: bool = True
+) -> None:
     __tracebackhide__ = True
     assert result.ret == 4, result.stdout.str() + result.stderr.str()
     output = result.stdout.str() + result.stderr.str()
     assert "INTERNALERROR" not in output
     assert "Traceback" not in output
     assert message in output, output
-    assert "passed" not in result.stdout.str()
+    if before_tests:
+        assert "passed" not in result.stdout.str()
 
 
 @pytest.mark.parametrize(
@@ -122,3 +125,33 @@ def test_corrupt_store_in_a_subprocess_prints_one_line(pytester: pytest.Pytester
     assert len(errors) == 1, errors
     assert errors[0].startswith("ERROR: pytest-ldd:")
     assert "metrics.json" in errors[0]
+
+
+def test_bad_marker_under_xdist_is_a_usage_error_too(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_it=TEST_TEMPLATE.format(
+            marker='"score", kind="bounded", description="share solved", colour="red"'
+        )
+    )
+    check_usage_error(
+        run(pytester, "-n", "2"),
+        "test_it.py::test_it: unknown keyword 'colour' in @pytest.mark.metric('score')",
+    )
+
+
+def test_store_corrupted_during_the_session_stops_cleanly(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_it="""
+        import pathlib
+        import pytest
+
+        @pytest.mark.metric("score", kind="bounded", description="share solved")
+        def test_a():
+            yield 0.5
+
+        def test_corrupt():
+            pathlib.Path(".ldd", "metrics.json").write_text("{broken")
+        """
+    )
+    result = run(pytester, "--ldd")
+    check_usage_error(result, "metrics.json is not valid JSON", before_tests=False)
