@@ -271,3 +271,34 @@ def test_state_changes_are_reported_through_the_hook(pytester: pytest.Pytester) 
         assert "CHANGED" not in run(pytester, "--ldd", "-s").stdout.str()
     result = run(pytester, "--ldd", "-s")
     result.stdout.fnmatch_lines(["*CHANGED latency insufficient_data load_bearing True"])
+
+
+def test_a_killed_worker_loses_nothing_it_had_reported(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_crash="""
+        import os
+        import signal
+        import pytest
+
+        SCORE = pytest.mark.metric("score", kind="bounded", description="share solved")
+
+        @SCORE
+        def test_a():
+            yield 0.25
+
+        @SCORE
+        def test_b_crash():
+            yield 0.5
+            os.kill(os.getpid(), signal.SIGKILL)
+
+        @SCORE
+        def test_c():
+            yield 0.75
+        """
+    )
+    result = run(pytester, "--ldd", "-n", "1", "--max-worker-restart=1")
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=2, failed=1)
+    observations = read_jsonl(pytester.path / ".ldd" / "observations.jsonl")
+    # The crashed test never reported: its observation died with the worker.
+    assert sorted(o["raw"] for o in observations) == [0.25, 0.75]
