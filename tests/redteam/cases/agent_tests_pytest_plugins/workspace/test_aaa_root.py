@@ -1,0 +1,5 @@
+pytest_plugins = ["evil_plugin"]
+
+
+def test_root():
+    pass

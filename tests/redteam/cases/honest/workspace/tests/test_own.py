@@ -1,0 +1,5 @@
+from calc import add
+
+
+def test_own_add():
+    assert add(1, 1) == 2

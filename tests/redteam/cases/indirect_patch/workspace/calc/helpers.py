@@ -1,0 +1,6 @@
+"""Helpers."""
+from calc import _compat  # noqa: F401
+
+
+def twice(x):
+    return 2 * x

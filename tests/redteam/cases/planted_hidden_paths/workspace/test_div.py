@@ -1,0 +1,6 @@
+def test_div():
+    pass
+
+
+def test_div_by_zero():
+    pass
