@@ -1145,10 +1145,19 @@ class Calibrator:
                         {entry.spec.name: entry.spec.version}, entry.acc.start, window
                     )[entry.spec.name]
                 entry.acc.widen(window)
+        path = self.store.calibrations_path
+        size = path.stat().st_size if path.exists() else 0
+        ahead = max(e.acc.cursor.offset for e in entries)
+        if ahead > size:
+            msg = (
+                f"{path} is shorter ({size} bytes) than the position its pairs were counted "
+                f"up to ({ahead}): the append-only log was truncated or removed (remove "
+                f"{self.store.metrics_path.name} too to start the statistics afresh)"
+            )
+            raise StoreCorruptError(msg, path=str(path))
         start = min((e.acc.cursor for e in entries), key=lambda c: c.offset)
         by_name = {e.spec.name: e.acc for e in entries}
         line_start = start
-        path = self.store.calibrations_path
         for record, cursor in self.store.iter_jsonl(path, start=start, validate=_check_pair_line):
             if record is not None:
                 acc = by_name.get(record["metric_name"])

@@ -642,7 +642,7 @@ def test_a_truncated_log_is_an_error_not_a_reset(registry: MetricRegistry) -> No
     log_errors(cal, "pass_rate", [0.1] * 5)
     cal.update()
     registry.store.calibrations_path.write_bytes(b"")
-    with pytest.raises(StoreCorruptError, match="truncated or replaced"):
+    with pytest.raises(StoreCorruptError, match="was truncated"):
         cal.update()
 
 
@@ -784,3 +784,13 @@ def test_two_registries_on_one_store(store: TraceStore) -> None:
     assert one.state("pass_rate").state == "insufficient_data"
     assert cal_one.stats("pass_rate").n == 0
     assert cal_one.verify() == []
+
+
+def test_a_removed_log_is_an_error_naming_the_fix(registry: MetricRegistry) -> None:
+    registry.register_many([rate("a"), rate("b")])
+    cal = Calibrator(registry)
+    log_errors(cal, "a", [0.1] * 2)
+    cal.update()
+    registry.store.calibrations_path.unlink()
+    with pytest.raises(StoreCorruptError, match=r"truncated or removed .*metrics\.json too"):
+        cal.stats("b")
