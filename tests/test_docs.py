@@ -1,0 +1,517 @@
+"""Every fenced example in docs/*.md and README.md runs or parses.
+
+Each checked block is one test case, named ``page:line`` (the line of its opening
+fence), so a failure points at the example.
+
+What is checked, by the fence's language:
+
+- ``python``: executed in a fresh module namespace, in an empty temporary current
+  folder. It must not raise.
+- ``toml``: parsed with tomllib (tomli on Python 3.10).
+- ``json``: parsed with the json module.
+- ``yaml`` / ``yml``: no YAML parser is used; the block must be non-empty, indented
+  with spaces only, in multiples of one unit, deeper only after a ``key:``, a list
+  item or a block scalar, and back only to a level already open.
+- ``console`` / ``bash`` / ``shell`` / ``sh``: every ``ldd ...`` or
+  ``python -m pytest_ldd ...`` command (on ``$ `` lines; in bash blocks without
+  prompts, on every line) is checked, not run: its verbs must exist (the command is
+  run with ``--help`` instead, which has no side effects) and every ``--option`` it
+  uses must appear in that help. ``pytest`` commands are never run; their ``--ldd*``
+  options must be ones the plugin defines.
+- Any other language (``text``, none) is not checked.
+
+A Python block that is not standalone is marked by an HTML comment on the last
+non-blank line before its fence (invisible on a rendered page):
+
+- ``<!-- docs: file PATH -->``: the block is the file PATH of the page's example
+  project. It is only compiled (Python) or parsed (TOML, JSON) on its own; a later
+  block with the same PATH replaces it. Any language may be marked this way, e.g. a
+  ``pyproject.toml`` or a prices file.
+- ``<!-- docs: conftest -->``: short for ``<!-- docs: file conftest.py -->``.
+- ``<!-- docs: test-file -->`` or ``<!-- docs: test-file PATH -->``: the block is a test
+  file (default path ``test_example.py``). A pytester project is made of the page's
+  ``file`` blocks above it plus this one file, and ``pytest --ldd --strict-markers``
+  run in it must exit 0 (advisory breaches only warn, so they pass).
+
+An unknown ``<!-- docs: ... -->`` comment fails its block, so a typo never turns a
+project file into a standalone script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import re
+import shlex
+import sys
+import types
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from pytest_ldd import cli, plugin
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
+
+SHELL_LANGUAGES = ("console", "bash", "shell", "sh")
+CHECKED_LANGUAGES = ("python", "toml", "json", "yaml", "yml", *SHELL_LANGUAGES)
+DEFAULT_TEST_FILE = "test_example.py"
+
+_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
+_DIRECTIVE = re.compile(r"^<!--\s*docs:\s*(?P<body>.*?)\s*-->$")
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """One fenced code block of a page."""
+
+    page: Path
+    line: int
+    language: str
+    text: str
+    #: ``None`` (standalone), ``"file"`` or ``"test-file"``.
+    role: str | None = None
+    #: The project path of a ``file`` or ``test-file`` block.
+    path: str | None = None
+    #: Why the directive before the block could not be understood.
+    error: str | None = None
+
+    @property
+    def name(self) -> str:
+        """``docs/page.md:12``, the test id."""
+        page = self.page.relative_to(ROOT) if self.page.is_relative_to(ROOT) else self.page
+        return f"{page.as_posix()}:{self.line}"
+
+
+def _directive(comment: str) -> tuple[str | None, str | None, str | None]:
+    """(role, path, error) of a ``<!-- docs: ... -->`` comment line."""
+    match = _DIRECTIVE.match(comment)
+    if match is None:
+        return None, None, f"malformed docs directive {comment!r}"
+    words = match.group("body").split()
+    if words == ["conftest"]:
+        return "file", "conftest.py", None
+    if words[:1] == ["file"] and len(words) == 2:
+        return "file", words[1], None
+    if words[:1] == ["test-file"] and len(words) <= 2:
+        return "test-file", words[1] if len(words) == 2 else DEFAULT_TEST_FILE, None
+    return (
+        None,
+        None,
+        (
+            f"unknown docs directive {comment!r} (expected 'conftest', 'file PATH' "
+            "or 'test-file [PATH]')"
+        ),
+    )
+
+
+def parse_blocks(page: Path) -> list[Block]:
+    """The fenced blocks of ``page``, with the directive each one carries."""
+    lines = page.read_text(encoding="utf-8").splitlines()
+    blocks: list[Block] = []
+    index = 0
+    while index < len(lines):
+        opening = _FENCE.match(lines[index])
+        if opening is None:
+            index += 1
+            continue
+        indent, fence = opening.group("indent"), opening.group("fence")
+        info = opening.group("info").strip()
+        language = info.split()[0].lower() if info else ""
+        body: list[str] = []
+        end = index + 1
+        while end < len(lines):
+            closing = lines[end].strip()
+            if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
+                break
+            text = lines[end]
+            body.append(text[len(indent) :] if text.startswith(indent) else text.lstrip())
+            end += 1
+        before = index - 1
+        while before >= 0 and not lines[before].strip():
+            before -= 1
+        previous = lines[before].strip() if before >= 0 else ""
+        role = path = error = None
+        if previous.startswith("<!--") and "docs:" in previous:
+            role, path, error = _directive(previous)
+        text = "\n".join(body) + "\n"
+        blocks.append(Block(page, index + 1, language, text, role, path, error))
+        index = end + 1
+    return blocks
+
+
+def _cases() -> Iterator[Block]:
+    for page in PAGES:
+        if not page.is_file():
+            continue
+        for block in parse_blocks(page):
+            checked = block.language in CHECKED_LANGUAGES
+            if checked or block.role is not None or block.error is not None:
+                yield block
+
+
+CASES = list(_cases())
+
+
+def _project_files(block: Block) -> dict[str, str]:
+    """The page's ``file`` blocks above ``block``, by path (later ones win)."""
+    files: dict[str, str] = {}
+    for other in parse_blocks(block.page):
+        if other.line >= block.line:
+            break
+        if other.role == "file" and other.path is not None:
+            files[other.path] = other.text
+    return files
+
+
+# -- the checks ------------------------------------------------------------------------
+
+
+def run_python(block: Block) -> None:
+    """Execute a standalone block as a fresh module (in the current folder)."""
+    __tracebackhide__ = True
+    code = compile(block.text, block.name, "exec")
+    module = types.ModuleType(f"docs_example_{block.line}")
+    # Dataclasses and pickling look a class's module up in sys.modules.
+    sys.modules[module.__name__] = module
+    try:
+        exec(code, module.__dict__)
+    finally:
+        del sys.modules[module.__name__]
+
+
+def check_yaml(text: str) -> None:
+    """Non-empty and consistently indented; raises AssertionError naming the line."""
+    __tracebackhide__ = True
+    content = [
+        (number, line)
+        for number, line in enumerate(text.splitlines(), 1)
+        if line.strip() and not line.lstrip().startswith("#")
+    ]
+    assert content, "the YAML block is empty"
+    levels = [0]
+    opener = False  # the previous line opens a deeper level
+    scalar_at: int | None = None  # inside a block scalar whose key is at this indent
+    checked: list[tuple[int, str, int]] = []
+    for number, line in content:
+        leading = line[: len(line) - len(line.lstrip())]
+        assert "\t" not in leading, f"YAML line {number} is indented with a tab"
+        indent = len(leading)
+        stripped = line.strip()
+        if scalar_at is not None:
+            if indent > scalar_at:
+                continue  # block scalar content: free text
+            scalar_at = None
+        if indent > levels[-1]:
+            assert opener, (
+                f"YAML line {number} is indented deeper than the line before, which opens "
+                f"no mapping, list item or block scalar: {stripped!r}"
+            )
+            levels.append(indent)
+        else:
+            while indent < levels[-1]:
+                levels.pop()
+            assert indent == levels[-1], (
+                f"YAML line {number} dedents to column {indent}, a level never opened: "
+                f"{stripped!r}"
+            )
+        checked.append((number, stripped, indent))
+        value = stripped.split(" #", 1)[0].rstrip()
+        if re.search(r"(^|:\s)[|>][-+0-9]*$", value):
+            scalar_at = indent
+            opener = False
+        else:
+            opener = value.endswith(":") or value.startswith("- ") or value == "-"
+    unit = min((indent for _, _, indent in checked if indent), default=0)
+    for number, stripped, indent in checked:
+        assert unit == 0 or indent % unit == 0, (
+            f"YAML line {number} is indented {indent} spaces, not a multiple of {unit}: "
+            f"{stripped!r}"
+        )
+
+
+def shell_commands(block: Block) -> list[str]:
+    """The command lines of a shell block (continuations joined)."""
+    raw = block.text.splitlines()
+    prompted = any(line.startswith("$ ") for line in raw)
+    if not prompted and block.language == "console":
+        return []
+    commands: list[str] = []
+    pending = ""
+    for line in raw:
+        if pending:
+            line = pending + " " + line.strip()
+            pending = ""
+        elif prompted:
+            if not line.startswith("$ "):
+                continue
+            line = line[2:]
+        if line.rstrip().endswith("\\"):
+            pending = line.rstrip()[:-1]
+            continue
+        if line.strip() and not line.lstrip().startswith("#"):
+            commands.append(line.strip())
+    return commands
+
+
+_SEPARATORS = {"|", "||", "&&", ";", "&"}
+
+
+def split_segments(command: str) -> list[list[str]]:
+    """The simple commands of a shell line: split at pipes and lists, no redirections."""
+    try:
+        tokens = shlex.split(command, comments=True)
+    except ValueError as exc:
+        msg = f"cannot split the shell command {command!r}: {exc}"
+        raise AssertionError(msg) from None
+    segments: list[list[str]] = [[]]
+    skip_next = False
+    for token in tokens:
+        if skip_next:
+            skip_next = False
+        elif token in _SEPARATORS:
+            segments.append([])
+        elif re.fullmatch(r"\d*[<>]+&?\d*", token):
+            skip_next = not token.endswith(tuple("0123456789"))
+        elif re.match(r"\d*[<>]", token):
+            continue
+        else:
+            segments[-1].append(token)
+    # Leading VAR=value assignments are not part of the command.
+    result = []
+    for segment in segments:
+        while segment and re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", segment[0]):
+            segment = segment[1:]
+        if segment:
+            result.append(segment)
+    return result
+
+
+def _subcommands(parser: object) -> dict[str, object]:
+    assert isinstance(parser, argparse.ArgumentParser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def ldd_help(argv: list[str]) -> str:
+    """The ``--help`` text of the verbs that start ``argv``; fails on an unknown verb."""
+    __tracebackhide__ = True
+    current: object = cli.build_parser()
+    verbs: list[str] = []
+    for token in argv:
+        choices = _subcommands(current)
+        if not choices or token.startswith("-"):
+            break
+        assert token in choices, (
+            f"'ldd {' '.join([*verbs, token])}': no such command "
+            f"(expected one of: {', '.join(sorted(choices))})"
+        )
+        verbs.append(token)
+        current = choices[token]
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = cli.main([*verbs, "--help"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    assert code == 0, f"'ldd {' '.join(verbs)} --help' exited {code}: {err.getvalue()}"
+    return out.getvalue()
+
+
+def check_ldd_command(argv: list[str]) -> None:
+    """The verbs of ``ldd ARGV`` exist and each ``--option`` appears in their help."""
+    __tracebackhide__ = True
+    text = ldd_help(argv)
+    for token in argv:
+        if token.startswith("--"):
+            option = token.split("=", 1)[0]
+            assert re.search(rf"(?<![\w-]){re.escape(option)}(?![\w-])", text), (
+                f"'ldd {' '.join(argv)}': option {option} is not in its --help"
+            )
+
+
+PLUGIN_OPTIONS = {
+    plugin.RECORD_OPTION,
+    plugin.LDD_DIR_OPTION,
+    plugin.REPORT_OPTION,
+    plugin.HTML_OPTION,
+    plugin.SUMMARY_OPTION,
+}
+
+
+def check_shell(block: Block) -> None:
+    """Check every ldd / python -m pytest_ldd / pytest command of a shell block."""
+    __tracebackhide__ = True
+    for command in shell_commands(block):
+        for segment in split_segments(command):
+            words = segment
+            if words[0] == "ldd":
+                check_ldd_command(words[1:])
+            elif words[0].startswith("python") and words[1:3] == ["-m", "pytest_ldd"]:
+                check_ldd_command(words[3:])
+            elif words[0] == "pytest" or (
+                words[0].startswith("python") and words[1:3] == ["-m", "pytest"]
+            ):
+                for word in words:
+                    option = word.split("=", 1)[0]
+                    if option.startswith("--ldd"):
+                        assert option in PLUGIN_OPTIONS, (
+                            f"{command!r}: pytest has no option {option} "
+                            f"(pytest-ldd defines {', '.join(sorted(PLUGIN_OPTIONS))})"
+                        )
+
+
+def run_test_file(block: Block, pytester: pytest.Pytester) -> None:
+    """Run the page's example project with this test file; it must pass."""
+    __tracebackhide__ = True
+    assert block.path is not None
+    files = {**_project_files(block), block.path: block.text}
+    for path, text in files.items():
+        target = pytester.path / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    result = pytester.runpytest(
+        "-p", "no:cacheprovider", "-p", "no:harvest", "--strict-markers", "--ldd", block.path
+    )
+    assert result.ret == 0, (
+        f"the example project of {block.name} exited {result.ret}:\n"
+        + "\n".join(result.outlines + result.errlines)
+    )
+
+
+def check_file(block: Block) -> None:
+    """A project file on its own: compiled or parsed by its language."""
+    __tracebackhide__ = True
+    if block.language == "python":
+        compile(block.text, block.name, "exec")
+    elif block.language == "toml":
+        tomllib.loads(block.text)
+    elif block.language == "json":
+        json.loads(block.text)
+
+
+@pytest.mark.parametrize("block", CASES, ids=[case.name for case in CASES])
+def test_example(
+    block: Block, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """One fenced example of the documentation works."""
+    monkeypatch.chdir(tmp_path)
+    assert block.error is None, block.error
+    if block.role == "test-file":
+        assert block.language == "python", (
+            f"a test-file block must be python, not {block.language!r}"
+        )
+        run_test_file(block, request.getfixturevalue("pytester"))
+    elif block.role == "file":
+        check_file(block)
+    elif block.language == "python":
+        run_python(block)
+    elif block.language == "toml":
+        tomllib.loads(block.text)
+    elif block.language == "json":
+        json.loads(block.text)
+    elif block.language in ("yaml", "yml"):
+        check_yaml(block.text)
+    else:
+        check_shell(block)
+
+
+# -- the checker itself ------------------------------------------------------------------
+
+
+def _page(tmp_path: Path, text: str) -> Path:
+    page = tmp_path / "page.md"
+    page.write_text(text, encoding="utf-8")
+    return page
+
+
+def test_blocks_carry_their_line_language_and_directive(tmp_path: Path) -> None:
+    page = _page(
+        tmp_path,
+        "# t\n\n```python\nx = 1\n```\n\n<!-- docs: conftest -->\n\n```python\n"
+        "y = 2\n```\n\n- item\n\n  ```toml\n  a = 1\n  ```\n<!-- docs: test-file t/test_a.py -->\n"
+        "```python\nz = 3\n```\n<!-- docs: conftset -->\n```python\nw = 4\n```\n",
+    )
+    got = [(b.line, b.language, b.text, b.role, b.path) for b in parse_blocks(page)]
+    assert got == [
+        (3, "python", "x = 1\n", None, None),
+        (9, "python", "y = 2\n", "file", "conftest.py"),
+        (15, "toml", "a = 1\n", None, None),
+        (19, "python", "z = 3\n", "test-file", "t/test_a.py"),
+        (23, "python", "w = 4\n", None, None),
+    ]
+    assert "unknown docs directive" in (parse_blocks(page)[-1].error or "")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "on:\n  push:\n    branches: [main]\njobs:\n  test:\n    steps:\n"
+        "      - uses: actions/checkout@v4\n      - run: |\n          pytest\n"
+        "            --ldd\n        env:\n          A: b\n",
+        "steps:\n- name: x\n  run: y\n",
+    ],
+)
+def test_yaml_check_accepts_consistent_blocks(text: str) -> None:
+    check_yaml(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("# only a comment\n", "empty"),
+        ("a:\n\tb: 1\n", "tab"),
+        ("a: 1\n  b: 2\n", "deeper"),
+        ("a:\n    b: 1\n  c: 2\n", "never opened"),
+        ("a:\n  b:\n     c: 1\n", "multiple"),
+    ],
+)
+def test_yaml_check_rejects_broken_blocks(text: str, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        check_yaml(text)
+
+
+def test_shell_check_finds_unknown_verbs_and_options(tmp_path: Path) -> None:
+    good = Block(tmp_path, 1, "console", "$ ldd metric status --json\nout\n$ echo $?\n")
+    check_shell(good)
+    for text, message in [
+        ("$ ldd metric stats\n", "no such command"),
+        ("$ ldd metric status --jsn\n", "not in its --help"),
+        ("$ python -m pytest_ldd reprot --json r.json\n", "no such command"),
+        ("$ pytest --ldd-htm=r.html\n", "no option --ldd-htm"),
+    ]:
+        with pytest.raises(AssertionError, match=message):
+            check_shell(Block(tmp_path, 1, "console", text))
+
+
+def test_shell_segments_drop_redirections_and_assignments() -> None:
+    assert split_segments("A=1 ldd metric list > out.txt 2>&1 | head -n 3  # x") == [
+        ["ldd", "metric", "list"],
+        ["head", "-n", "3"],
+    ]
+
+
+def test_a_broken_python_example_fails(tmp_path: Path) -> None:
+    block = Block(tmp_path / "page.md", 3, "python", "assert 1 + 1 == 3\n")
+    with pytest.raises(AssertionError):
+        run_python(block)
+
+
+def test_a_failing_test_file_example_fails(pytester: pytest.Pytester) -> None:
+    page = pytester.path / "page.md"
+    page.write_text("<!-- docs: test-file -->\n```python\ndef test_x():\n    assert False\n```\n")
+    (block,) = parse_blocks(page)
+    with pytest.raises(AssertionError, match="exited 1"):
+        run_test_file(block, pytester)
