@@ -749,7 +749,7 @@ class MetricRegistry:
         if self.read_only:
             for m in batch:
                 self._register_into(self._entries, self._as_metric(m))
-            return [self._entries[_name_of(m)].metric for m in batch]
+            return [self._entries[m.name].metric for m in batch]
         with self.store.lock():
             self.reload()
             changed = False
@@ -757,7 +757,7 @@ class MetricRegistry:
                 changed |= self._register_into(self._entries, self._as_metric(m))[1]
             if changed:
                 self._write_locked()
-        return [self._entries[_name_of(m)].metric for m in batch]
+        return [self._entries[m.name].metric for m in batch]
 
     def _is_known(self, metric: Metric | MetricSpec) -> bool:
         spec = metric.spec if isinstance(metric, Metric) else metric
@@ -1011,10 +1011,6 @@ class MetricRegistry:
             self._write_locked()
 
 
-def _name_of(metric: Metric | MetricSpec) -> str:
-    return metric.name
-
-
 def _copy_entry(entry: _Entry) -> _Entry:
     return _Entry(entry.metric, entry.state, entry.acc, dict(entry.history), entry.persisted)
 
@@ -1145,9 +1141,23 @@ class Calibrator:
                         {entry.spec.name: entry.spec.version}, entry.acc.start, window
                     )[entry.spec.name]
                 entry.acc.widen(window)
+        self._scan({e.spec.name: e.acc for e in entries})
+
+    def _count(
+        self, versions: Mapping[str, int], start: Cursor, window: int
+    ) -> dict[str, _Accumulator]:
+        """Count every pair of the given versions from ``start`` (a full recompute)."""
+        accs = {name: _Accumulator(v, start, start, keep=window) for name, v in versions.items()}
+        self._scan(accs)
+        return accs
+
+    def _scan(self, accs: Mapping[str, _Accumulator]) -> None:
+        """Read the log once from the earliest cursor; add each pair past its acc's cursor."""
+        if not accs:
+            return
         path = self.store.calibrations_path
         size = path.stat().st_size if path.exists() else 0
-        ahead = max(e.acc.cursor.offset for e in entries)
+        ahead = max(acc.cursor.offset for acc in accs.values())
         if ahead > size:
             msg = (
                 f"{path} is shorter ({size} bytes) than the position its pairs were counted "
@@ -1155,12 +1165,12 @@ class Calibrator:
                 f"{self.store.metrics_path.name} too to start the statistics afresh)"
             )
             raise StoreCorruptError(msg, path=str(path))
-        start = min((e.acc.cursor for e in entries), key=lambda c: c.offset)
-        by_name = {e.spec.name: e.acc for e in entries}
-        line_start = start
-        for record, cursor in self.store.iter_jsonl(path, start=start, validate=_check_pair_line):
+        line_start = min((acc.cursor for acc in accs.values()), key=lambda c: c.offset)
+        for record, cursor in self.store.iter_jsonl(
+            path, start=line_start, validate=_check_pair_line
+        ):
             if record is not None:
-                acc = by_name.get(record["metric_name"])
+                acc = accs.get(record["metric_name"])
                 if (
                     acc is not None
                     and record["metric_version"] == acc.version
@@ -1168,26 +1178,9 @@ class Calibrator:
                 ):
                     acc.add(abs(record["predicted"] - record["observed"]))
             line_start = cursor
-        for acc in by_name.values():
+        for acc in accs.values():
             if line_start.offset > acc.cursor.offset:
                 acc.cursor = line_start
-
-    def _count(
-        self, versions: Mapping[str, int], start: Cursor, window: int
-    ) -> dict[str, _Accumulator]:
-        """Count every pair of the given versions from ``start`` (a full recompute)."""
-        accs = {name: _Accumulator(v, start, start, keep=window) for name, v in versions.items()}
-        end = start
-        path = self.store.calibrations_path
-        for record, cursor in self.store.iter_jsonl(path, start=start, validate=_check_pair_line):
-            if record is not None:
-                acc = accs.get(record["metric_name"])
-                if acc is not None and record["metric_version"] == acc.version:
-                    acc.add(abs(record["predicted"] - record["observed"]))
-            end = cursor
-        for acc in accs.values():
-            acc.cursor = end
-        return accs
 
     def _gates(self, names: Iterable[str]) -> dict[str, CalibrationGate]:
         return {name: self.gate_for(name) for name in names}

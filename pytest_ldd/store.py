@@ -372,39 +372,6 @@ class TraceStore:
             end = cursor
         return records, end
 
-    def end_cursor(self, path: str | os.PathLike[str], *, after: Cursor | None = None) -> Cursor:
-        """The cursor at the end of the complete lines of ``path``.
-
-        With ``after`` (a cursor known to be valid) only the bytes after it are
-        scanned; lines are counted, not parsed.
-        """
-        target = Path(path)
-        cursor = after or Cursor()
-        try:
-            handle = open(target, "rb")  # noqa: SIM115 - closed in the finally below
-        except FileNotFoundError:
-            return cursor
-        try:
-            size = os.fstat(handle.fileno()).st_size
-            _check_cursor(handle, cursor, size, target)
-            handle.seek(cursor.offset)
-            offset, lines, pending = cursor.offset, cursor.line, 0
-            while True:
-                chunk = handle.read(_CHUNK)
-                if not chunk:
-                    break
-                count = chunk.count(b"\n")
-                if count:
-                    last = chunk.rindex(b"\n")
-                    offset += pending + last + 1
-                    pending = len(chunk) - last - 1
-                    lines += count
-                else:
-                    pending += len(chunk)
-            return Cursor(offset, lines)
-        finally:
-            handle.close()
-
     def sync(self) -> None:
         """fsync the JSONL logs that exist (session end: nothing finished is lost)."""
         for path in (self.calibrations_path, self.observations_path, self.sessions_path):

@@ -794,3 +794,8 @@ def test_a_removed_log_is_an_error_naming_the_fix(registry: MetricRegistry) -> N
     registry.store.calibrations_path.unlink()
     with pytest.raises(StoreCorruptError, match=r"truncated or removed .*metrics\.json too"):
         cal.stats("b")
+
+
+def test_verify_of_an_empty_registry(registry: MetricRegistry) -> None:
+    assert Calibrator(registry).verify() == []
+    assert not registry.store.exists()

@@ -54,7 +54,6 @@ def test_ldd_dir_override(tmp_path: Path) -> None:
 def test_reading_never_creates_the_folder(store: TraceStore) -> None:
     assert store.read_metrics() is None
     assert store.read_jsonl(store.calibrations_path) == ([], Cursor())
-    assert store.end_cursor(store.calibrations_path) == Cursor()
     store.sync()
     assert not store.exists()
     assert not store.ldd_dir.exists()
@@ -98,8 +97,6 @@ def test_read_from_a_cursor_reads_only_what_follows(store: TraceStore) -> None:
     more, cursor2 = store.read_jsonl(store.calibrations_path, start=cursor)
     assert more == [pair(3)]
     assert cursor2.line == 3
-    assert store.end_cursor(store.calibrations_path) == cursor2
-    assert store.end_cursor(store.calibrations_path, after=cursor) == cursor2
 
 
 def test_plain_int_start_is_a_byte_offset(store: TraceStore) -> None:
