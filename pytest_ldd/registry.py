@@ -509,10 +509,6 @@ class _Accumulator:
             self.keep = keep
             self.recent = deque(self.recent, maxlen=keep)
 
-    def complete_for(self, window: int) -> bool:
-        """Whether the kept errors cover the last ``window`` pairs."""
-        return len(self.recent) >= min(self.n, window)
-
     def p95(self) -> float | None:
         if self.n == 0:
             return None
@@ -534,19 +530,6 @@ class _Accumulator:
             p95_error=self.p95(),
             worst_error=self.worst,
             window_mae=sum(tail) / len(tail),
-        )
-
-    def copy(self) -> _Accumulator:
-        return _Accumulator(
-            self.version,
-            self.start,
-            self.cursor,
-            self.keep,
-            self.n,
-            self.sum_abs,
-            self.worst,
-            dict(self.histogram),
-            deque(self.recent),
         )
 
     def to_json(self) -> dict[str, Any]:
