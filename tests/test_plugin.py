@@ -204,20 +204,53 @@ def test_demotion_after_predictions_start_missing(pytester: pytest.Pytester) -> 
     result.stdout.fnmatch_lines(["*ldd advisory breach: latency = 512 ms, limit le 500*"])
 
 
+def ldd_section(result: pytest.RunResult) -> list[str]:
+    """The lines of the "ldd" terminal section, without the separator lines."""
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if line.strip("= ") == "ldd")
+    section = []
+    for line in lines[start + 1 :]:
+        if line.startswith("====="):
+            break
+        section.append(line)
+    return section
+
+
 def test_summary_lines(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_latency=MARKED_TEST)
-    result = run(pytester, "--ldd")
-    text = result.stdout.str()
-    assert "= ldd =" in text.replace("=" * 3, "=")
-    result.stdout.fnmatch_lines(
-        [
-            "*= ldd =*",
-            "*latency*positive*1*insufficient_data*1*0.002*le 500*",
-        ]
-    )
-    result.stdout.fnmatch_lines(
-        ["*advisory breach: latency = 512 ms, limit le 500 (test_latency.py::test_latency)*"]
-    )
+    first = ldd_section(run(pytester, "--ldd"))
+    assert first == [
+        "metric   kind      v  state              n    MAE  gate    +obs  +pairs  breaches",
+        "latency  positive  1  insufficient_data  1  0.002  le 500     1       1         1",
+        "advisory breach: latency = 512 ms, limit le 500 (test_latency.py::test_latency)",
+    ]
+    for _ in range(3):
+        run(pytester, "--ldd")
+    fifth = ldd_section(run(pytester, "--ldd"))
+    assert fifth == [
+        "metric   kind      v  state                              n    MAE  gate    +obs  "
+        "+pairs  breaches",
+        "latency  positive  1  insufficient_data -> load_bearing  5  0.002  le 500     1  "
+        "     1         1",
+        "state changes:",
+        "  latency: insufficient_data -> load_bearing",
+        "advisory breach: latency = 512 ms, limit le 500 (test_latency.py::test_latency)",
+    ]
+    gated = ldd_section(run(pytester))
+    assert gated == [
+        "not recording (run with --ldd to log calibration pairs)",
+        "metric   kind      v  state         n    MAE  gate    +obs  +pairs  breaches",
+        "latency  positive  1  load_bearing  5  0.002  le 500     1       0         1",
+        "gate failed: latency = 512 ms, limit le 500 (test_latency.py::test_latency)",
+    ]
+
+
+def test_no_summary_without_metrics(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_plain="def test_plain():\n    pass\n")
+    result = run(pytester)
+    assert not any(line.strip("= ") == "ldd" for line in result.stdout.lines)
+    result = run(pytester, "--ldd-summary=full")
+    assert any(line.strip("= ") == "ldd" for line in result.stdout.lines)
 
 
 def test_json_report(pytester: pytest.Pytester) -> None:
