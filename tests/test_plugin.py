@@ -240,7 +240,7 @@ def test_summary_lines(pytester: pytest.Pytester) -> None:
     assert gated == [
         "not recording (run with --ldd to log calibration pairs)",
         "metric   kind      v  state         n    MAE  gate    +obs  +pairs  breaches",
-        "latency  positive  1  load_bearing  5  0.002  le 500     1       0         1",
+        "latency  positive  1  load_bearing  5  0.002  le 500     1       1         1",
         "gate failed: latency = 512 ms, limit le 500 (test_latency.py::test_latency)",
     ]
 
