@@ -97,6 +97,10 @@ def test_the_last_session_fails_on_the_load_bearing_gate(demo: DemoRun) -> None:
         assert "gate failed" not in _session_block(demo.stdout, number)
 
 
+def test_the_judge_stays_advisory(demo: DemoRun) -> None:
+    assert "judge_verdict stayed advisory (drifting" in demo.stdout
+
+
 def test_the_html_report_is_written(demo: DemoRun) -> None:
     report = demo.folder / "report.html"
     assert f"HTML report: {report}" in demo.stdout
@@ -198,6 +202,7 @@ def test_the_copy_is_the_whole_project_and_nothing_else(tmp_path: Path) -> None:
     )
     assert len(copied) == files
     assert "pyproject.toml" in copied
+    assert "README.md" in copied
     assert "prices.toml" in copied
     assert "demo_agent.py" in copied
     assert "tests/test_agent.py" in copied
