@@ -1,0 +1,651 @@
+"""The pytest-ldd benchmark suite: ``python benchmarks/run.py [--quick]``.
+
+Each benchmark measures pytest-ldd against a baseline measured in the same run,
+repeating the arms in interleaved rounds, and reports medians and ratios.  The
+figures and the verdict on each target go to ``benchmarks/results.json`` (and
+a table to stdout).  See ``benchmarks/README.md`` and ``docs/performance.md``.
+
+Benchmarks (``--only`` takes these names):
+
+- ``overhead``: a generated suite of 2,000 tests recording 5 values each (half
+  with predictions): ``pytest --ldd`` against the same suite recording into
+  ``record_property``, and into pytest-harvest's ``results_bag``;
+- ``overhead_xdist``: the same under ``-n 2``;
+- ``history``: ``ldd metric status``, ``Calibrator.try_promote`` and a 10-test
+  ``pytest --ldd`` session on stores of 10,000, 100,000 and 1,000,000 pairs;
+- ``memory``: peak RSS of a ``--ldd`` session recording 100,000 values against
+  the same session without ``--ldd``;
+- ``sandbox``: ``benchmarks/bench_sandbox.py``'s own figures, when it exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, final
+
+HERE: Final = Path(__file__).resolve().parent
+if str(HERE) not in sys.path:
+    sys.path.insert(0, str(HERE))
+
+from _harness import (  # noqa: E402 - the path above makes the helpers importable
+    Arm,
+    interleave,
+    pytest_command,
+    rmtree,
+    run_child,
+)
+from _stores import fill_store  # noqa: E402
+from _suites import METRICS, Flavour, metric_tables, write_suite  # noqa: E402
+
+__all__ = ["BENCHMARKS", "Settings", "Target", "main", "run_benchmarks"]
+
+RESULTS: Final = HERE / "results.json"
+SCHEMA_VERSION: Final = 1
+MB: Final = 1_000_000
+
+#: Targets, named as in docs/performance.md.  Changing a limit here is changing
+#: the promise the project makes; do not loosen one to make a run pass.
+LIMIT_OVERHEAD_VS_RECORD_PROPERTY: Final = 1.15
+LIMIT_OVERHEAD_VS_HARVEST: Final = 1.0
+LIMIT_HISTORY_RATIO: Final = 1.2
+LIMIT_STATUS_1M_S: Final = 0.3
+LIMIT_MEMORY_MB: Final = 50.0
+
+#: Plugin selection per flavour: each arm loads only its own recording plugin.
+_PLUGINS: Final[dict[Flavour, tuple[str, ...]]] = {
+    "ldd": ("-p", "no:harvest"),
+    "record_property": ("-p", "no:ldd", "-p", "no:harvest"),
+    "harvest": ("-p", "no:ldd"),
+}
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """How big and how often: ``--quick`` shrinks repetitions, never the targets."""
+
+    quick: bool
+    workdir: Path
+    reps: int
+    log: Callable[[str], None]
+    #: Store sizes of the history benchmark.
+    history_sizes: tuple[int, ...] = (10_000, 100_000, 1_000_000)
+    overhead_tests: int = 2000
+    memory_values: int = 100_000
+
+    @classmethod
+    def make(cls, *, quick: bool, workdir: Path, reps: int | None, verbose: bool) -> Settings:
+        """Settings for a full or a quick run (``reps`` overrides the default count)."""
+
+        def log(text: str) -> None:
+            if verbose or not text.startswith("    "):
+                print(text, file=sys.stderr, flush=True)
+
+        default = 3 if quick else 7
+        return cls(quick=quick, workdir=workdir, reps=reps or default, log=log)
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Target:
+    """One promise and whether this run kept it (``value <= limit``)."""
+
+    name: str
+    value: float
+    limit: float
+    unit: str
+    what: str
+
+    @property
+    def met(self) -> bool:
+        """Whether the figure is within the limit."""
+        return self.value <= self.limit
+
+    def to_json(self) -> dict[str, Any]:
+        """The target as a JSON object."""
+        return {
+            "name": self.name,
+            "value": self.value,
+            "limit": self.limit,
+            "unit": self.unit,
+            "met": self.met,
+            "what": self.what,
+            "margin": (self.value / self.limit - 1.0) if self.limit else None,
+        }
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What one benchmark returns: its figures and its targets."""
+
+    figures: dict[str, Any] = field(default_factory=dict)
+    targets: list[Target] = field(default_factory=list)
+
+
+# ----------------------------------------------------------------------------- overhead
+
+
+def _timed(command: Sequence[str], cwd: Path, *, allowed: tuple[int, ...] = (0,)) -> float:
+    return run_child(command, cwd=cwd).check(*allowed).wall_s
+
+
+def bench_overhead(settings: Settings, *, xdist: bool) -> Outcome:
+    """``pytest --ldd`` against record_property and pytest-harvest on the same suite."""
+    label = "overhead_xdist" if xdist else "overhead"
+    root = settings.workdir / label
+    extra = ("-n", "2") if xdist else ()
+    suites = {
+        flavour: write_suite(root / flavour, flavour, tests=settings.overhead_tests)
+        for flavour in ("record_property", "harvest", "ldd")
+    }
+    store = root / "ldd-store"
+    template = root / "ldd-store-template"
+
+    def command(flavour: Flavour, *args: str) -> list[str]:
+        return pytest_command("-q", *_PLUGINS[flavour], *extra, *args)
+
+    # The store pytest-ldd starts each timed run from: one earlier session of the
+    # same suite (the state a project is in from its second run on).
+    rmtree(template)
+    run_child(command("ldd", "--ldd", f"--ldd-dir={template}"), cwd=suites["ldd"]).check()
+
+    def fresh_store() -> None:
+        rmtree(store)
+        shutil.copytree(template, store)
+
+    arms = [
+        Arm(
+            "record_property",
+            lambda: _timed(command("record_property"), suites["record_property"]),
+        ),
+        Arm("harvest", lambda: _timed(command("harvest"), suites["harvest"])),
+        Arm(
+            "ldd",
+            lambda: _timed(command("ldd", "--ldd", f"--ldd-dir={store}"), suites["ldd"]),
+            prepare=fresh_store,
+        ),
+    ]
+    if not settings.quick and not xdist:
+        # Informational: the plugin installed, the fixture used, nothing recorded.
+        arms.append(
+            Arm(
+                "ldd_not_recording",
+                lambda: _timed(command("ldd", f"--ldd-dir={store}"), suites["ldd"]),
+                prepare=fresh_store,
+            )
+        )
+    settings.log(f"  {label}: {len(arms)} arms x {settings.reps} repetitions")
+    result = interleave(arms, settings.reps, warmup=1, log=settings.log)
+    vs_rp = result.ratio("ldd", "record_property")
+    vs_harvest = result.ratio("ldd", "harvest")
+    figures: dict[str, Any] = {
+        "tests": settings.overhead_tests,
+        "values_per_test": 5,
+        "pairs_per_session": settings.overhead_tests * 5 // 2,
+        "workers": 2 if xdist else 0,
+        "arms": result.to_json("s"),
+        "ratio_vs_record_property": vs_rp,
+        "ratio_vs_harvest": vs_harvest,
+    }
+    if "ldd_not_recording" in result.samples:
+        figures["ratio_not_recording_vs_record_property"] = result.ratio(
+            "ldd_not_recording", "record_property"
+        )
+    where = " under -n 2" if xdist else ""
+    targets = [
+        Target(
+            f"{label}.vs_record_property",
+            vs_rp,
+            LIMIT_OVERHEAD_VS_RECORD_PROPERTY,
+            "x",
+            f"wall time of pytest --ldd / record_property baseline{where}",
+        ),
+        Target(
+            f"{label}.vs_harvest",
+            vs_harvest,
+            LIMIT_OVERHEAD_VS_HARVEST,
+            "x",
+            f"wall time of pytest --ldd / pytest-harvest{where}",
+        ),
+    ]
+    return Outcome(figures, targets)
+
+
+# ----------------------------------------------------------------------------- history
+
+
+def _session_suite(project: Path) -> None:
+    """Ten tests of the overhead suite, written into a pre-filled store's project."""
+    write_suite(project / "tests", "ldd", tests=10, modules=1)
+    (project / "tests" / "pyproject.toml").unlink()
+    (project / "pyproject.toml").write_text(
+        "[tool.pytest.ini_options]\ntestpaths = ['tests']\n\n" + metric_tables(),
+        encoding="utf-8",
+    )
+
+
+def _try_promote(project: Path) -> float:
+    """Open the registry and ``try_promote`` one metric, in this process."""
+    from pytest_ldd import Calibrator, MetricRegistry, TraceStore
+
+    started = time.perf_counter()
+    registry = MetricRegistry(TraceStore(project))
+    promoted = Calibrator(registry).try_promote(METRICS[0])
+    elapsed = time.perf_counter() - started
+    if not promoted:
+        msg = f"try_promote({METRICS[0]!r}) on {project} did not leave it load-bearing"
+        raise RuntimeError(msg)
+    return elapsed
+
+
+def _log_fresh_pairs(project: Path, count: int = 5) -> None:
+    """A few new pairs since the last evaluation, as ``ldd metric calibrate`` would add."""
+    from pytest_ldd import Calibrator, MetricRegistry, TraceStore
+
+    calibrator = Calibrator(MetricRegistry(TraceStore(project)))
+    calibrator.log_many(
+        [calibrator.make_record(METRICS[0], 0.5, 0.52, session_id=None) for _ in range(count)]
+    )
+
+
+def bench_history(settings: Settings) -> Outcome:
+    """The cost of status, try_promote and a short session must not grow with history."""
+    root = settings.workdir / "history"
+    stores: dict[int, Path] = {}
+    generation: dict[str, Any] = {}
+    for size in settings.history_sizes:
+        project = root / f"store-{size}"
+        rmtree(project)
+        settings.log(f"  history: generating a store of {size:,} pairs")
+        filled = fill_store(project, size, seed=size)
+        _session_suite(project)
+        stores[size] = project
+        generation[str(size)] = {
+            "write_s": filled.write_s,
+            "catch_up_s": filled.catch_up_s,
+            "bytes": filled.bytes_on_disk,
+            "observations": filled.observations,
+            "sessions": filled.sessions,
+        }
+    status = pytest_ldd_command("metric", "status")
+    session = pytest_command("-q", *_PLUGINS["ldd"], "--ldd")
+
+    def arms(op: str) -> list[Arm]:
+        made = []
+        for size, project in stores.items():
+            if op == "status":
+                made.append(Arm(str(size), _bind(_timed, status, project)))
+            elif op == "try_promote":
+                made.append(
+                    Arm(
+                        str(size),
+                        _bind(_try_promote, project),
+                        prepare=_bind(_log_fresh_pairs, project),
+                    )
+                )
+            else:
+                made.append(Arm(str(size), _bind(_timed, session, project)))
+        return made
+
+    figures: dict[str, Any] = {"generation": generation}
+    targets: list[Target] = []
+    small, large = str(min(stores)), str(max(stores))
+    what = {
+        "status": "wall time of `ldd metric status` (a fresh process)",
+        "try_promote": "MetricRegistry(store) + Calibrator.try_promote, in process",
+        "session": "wall time of a 10-test `pytest --ldd` session",
+    }
+    for op in ("status", "try_promote", "session"):
+        settings.log(f"  history/{op}: {len(stores)} stores x {settings.reps} repetitions")
+        result = interleave(arms(op), settings.reps, warmup=1, log=settings.log)
+        ratio = result.ratio(large, small)
+        figures[op] = {"arms": result.to_json("s"), f"ratio_{large}_vs_{small}": ratio}
+        targets.append(
+            Target(
+                f"history.{op}.ratio",
+                ratio,
+                LIMIT_HISTORY_RATIO,
+                "x",
+                f"{what[op]}: {int(large):,} pairs / {int(small):,} pairs",
+            )
+        )
+        if op == "status":
+            targets.append(
+                Target(
+                    "history.status.1m_wall",
+                    result.median(large),
+                    LIMIT_STATUS_1M_S,
+                    "s",
+                    f"wall time of `ldd metric status` on {int(large):,} pairs",
+                )
+            )
+    return Outcome(figures, targets)
+
+
+def _bind(func: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+    return lambda: func(*args)
+
+
+def pytest_ldd_command(*args: str) -> list[str]:
+    """``python -m pytest_ldd ARGS`` (the ``ldd`` command) with this interpreter."""
+    return [sys.executable, "-m", "pytest_ldd", *args]
+
+
+# ----------------------------------------------------------------------------- memory
+
+
+def bench_memory(settings: Settings) -> Outcome:
+    """Peak RSS of a --ldd session recording 100,000 values, and without --ldd."""
+    root = settings.workdir / "memory"
+    rmtree(root)
+    per_test = 100
+    tests = settings.memory_values // per_test
+    suite = write_suite(
+        root / "suite", "ldd", tests=tests, observations=per_test, modules=10, loop=True
+    )
+    store = root / "store"
+
+    def rss(*args: str) -> float:
+        run = run_child(pytest_command("-q", *_PLUGINS["ldd"], *args), cwd=suite).check()
+        return float(run.max_rss)
+
+    baseline = write_suite(
+        root / "baseline",
+        "record_property",
+        tests=tests,
+        observations=per_test,
+        modules=10,
+        loop=True,
+    )
+
+    def baseline_rss() -> float:
+        command = pytest_command("-q", *_PLUGINS["record_property"])
+        return float(run_child(command, cwd=baseline).check().max_rss)
+
+    arms = [
+        Arm("without_ldd", lambda: rss(f"--ldd-dir={store}")),
+        Arm("with_ldd", lambda: rss("--ldd", f"--ldd-dir={store}"), prepare=lambda: rmtree(store)),
+        # Informational: the same values through record_property, pytest-ldd not loaded.
+        Arm("record_property", baseline_rss),
+    ]
+    reps = max(2, settings.reps - 2) if settings.quick else settings.reps
+    settings.log(f"  memory: {len(arms)} arms x {reps} repetitions")
+    result = interleave(arms, reps, warmup=1 if not settings.quick else 0, log=settings.log)
+    delta = (result.median("with_ldd") - result.median("without_ldd")) / MB
+    figures = {
+        "values": settings.memory_values,
+        "tests": tests,
+        "arms": result.to_json("bytes"),
+        "delta_mb": delta,
+        "delta_vs_record_property_mb": (
+            result.median("with_ldd") - result.median("record_property")
+        )
+        / MB,
+    }
+    target = Target(
+        "memory.delta",
+        delta,
+        LIMIT_MEMORY_MB,
+        "MB",
+        f"peak RSS of --ldd minus without --ldd, {settings.memory_values:,} values",
+    )
+    return Outcome(figures, [target])
+
+
+# ----------------------------------------------------------------------------- sandbox
+
+
+def bench_sandbox(settings: Settings) -> Outcome:
+    """The sandboxed verifier's figures, from benchmarks/bench_sandbox.py when present."""
+    if not (HERE / "bench_sandbox.py").exists():
+        return Outcome({"skipped": "benchmarks/bench_sandbox.py does not exist yet"})
+    module = importlib.import_module("bench_sandbox")
+    figures = module.run(settings.quick)
+    if not isinstance(figures, dict):
+        msg = f"bench_sandbox.run() must return a dict (got {type(figures).__name__})"
+        raise TypeError(msg)
+    targets = []
+    for item in figures.get("targets", ()):
+        # bench_sandbox may state its own targets in the same shape as ours.
+        if isinstance(item, dict) and {"name", "value", "limit"} <= set(item):
+            targets.append(
+                Target(
+                    f"sandbox.{item['name']}",
+                    float(item["value"]),
+                    float(item["limit"]),
+                    str(item.get("unit", "x")),
+                    str(item.get("what", "")),
+                )
+            )
+    return Outcome(figures, targets)
+
+
+# ----------------------------------------------------------------------------- soak
+
+
+def bench_soak(settings: Settings) -> Outcome:
+    """The crash soak of soak.py (30 sessions; 8 with --quick)."""
+    from soak import soak
+
+    sessions = 8 if settings.quick else 30
+    workdir = settings.workdir / "soak"
+    rmtree(workdir)
+    result = soak(workdir, sessions=sessions, log=settings.log)
+    figures = result.to_json()
+    targets = [
+        Target(
+            "soak.pairs_lost",
+            result.loss_ratio,
+            0.0,
+            "ratio",
+            f"pairs lost / pairs expected over {result.sessions} SIGKILLed sessions",
+        ),
+        Target(
+            "soak.failed_checks",
+            float(len(result.failures)),
+            0.0,
+            "checks",
+            "verify, metrics.json, duplicates, lost observations, stray processes",
+        ),
+    ]
+    return Outcome(figures, targets)
+
+
+# ----------------------------------------------------------------------------- driver
+
+BENCHMARKS: Final[dict[str, Callable[[Settings], Outcome]]] = {
+    "overhead": lambda s: bench_overhead(s, xdist=False),
+    "overhead_xdist": lambda s: bench_overhead(s, xdist=True),
+    "history": bench_history,
+    "memory": bench_memory,
+    "sandbox": bench_sandbox,
+    "soak": bench_soak,
+}
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    memory = None
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                memory = int(line.split()[1]) * 1024
+                break
+    except OSError:
+        pass
+    try:
+        available = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        available = os.cpu_count() or 1
+    return {
+        "cpu": cpu,
+        "cores": available,
+        "memory_bytes": memory,
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+    }
+
+
+def versions() -> dict[str, str | None]:
+    """Versions of the measured tools and the commit of pytest-ldd."""
+    from importlib import metadata
+
+    found: dict[str, str | None] = {}
+    for dist in ("pytest", "pytest-ldd", "pytest-xdist", "pytest-harvest", "filelock", "pluggy"):
+        try:
+            found[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            found[dist] = None
+    try:
+        commit = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            cwd=HERE,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--", "pytest_ldd"],
+            cwd=HERE.parent,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        found["commit"] = commit + ("+dirty" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        found["commit"] = None
+    return found
+
+
+def run_benchmarks(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
+    """Run the named benchmarks; return the results document."""
+    started = time.perf_counter()
+    doc: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "quick": settings.quick,
+        "repetitions": settings.reps,
+        "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
+        "machine": machine(),
+        "versions": versions(),
+        "load_average_before": _load(),
+        "benchmarks": {},
+        "targets": [],
+    }
+    for name in names:
+        settings.log(f"{name} ...")
+        began = time.perf_counter()
+        outcome = BENCHMARKS[name](settings)
+        outcome.figures["duration_s"] = time.perf_counter() - began
+        doc["benchmarks"][name] = outcome.figures
+        doc["targets"].extend(t.to_json() for t in outcome.targets)
+        for target in outcome.targets:
+            verdict = "met" if target.met else "MISSED"
+            settings.log(
+                f"  {target.name}: {target.value:.3f} {target.unit} "
+                f"(limit {target.limit:g}) {verdict}"
+            )
+    doc["load_average_after"] = _load()
+    doc["duration_s"] = time.perf_counter() - started
+    return doc
+
+
+def _load() -> list[float] | None:
+    # Other work on the machine distorts wall times; the load average says so.
+    try:
+        return [round(x, 2) for x in os.getloadavg()]
+    except OSError:  # pragma: no cover - not available
+        return None
+
+
+def table(doc: dict[str, Any]) -> list[str]:
+    """The targets of a results document as an aligned text table."""
+    rows = [("target", "value", "limit", "verdict")]
+    for t in doc["targets"]:
+        rows.append(
+            (
+                t["name"],
+                f"{t['value']:.3f} {t['unit']}",
+                f"{t['limit']:g} {t['unit']}",
+                "met" if t["met"] else "MISSED",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+
+
+def write_results(doc: dict[str, Any], path: Path) -> None:
+    """Write ``doc`` to ``path`` atomically (a half-written results file helps nobody)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the benchmarks; exit 0 when every target is met, 1 otherwise."""
+    parser = argparse.ArgumentParser(
+        prog="python benchmarks/run.py", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="Fewer repetitions: under two minutes on two cores."
+    )
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=sorted(BENCHMARKS),
+        help="Run only this benchmark (repeatable).",
+    )
+    parser.add_argument("--reps", type=int, default=None, help="Repetitions per arm.")
+    parser.add_argument(
+        "--output", type=Path, default=RESULTS, help=f"Results file (default: {RESULTS})."
+    )
+    parser.add_argument(
+        "--workdir",
+        type=Path,
+        default=None,
+        help="Folder for generated suites and stores (default: a temporary folder, removed).",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="Log every repetition.")
+    args = parser.parse_args(argv)
+    names = args.only or list(BENCHMARKS)
+    keep = args.workdir is not None
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="ldd-bench-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    settings = Settings.make(
+        quick=args.quick, workdir=workdir.resolve(), reps=args.reps, verbose=args.verbose
+    )
+    try:
+        doc = run_benchmarks(settings, names)
+    finally:
+        if not keep:
+            shutil.rmtree(workdir, ignore_errors=True)
+    write_results(doc, args.output)
+    for line in table(doc):
+        print(line)
+    print(f"\n{len(names)} benchmark(s) in {doc['duration_s']:.0f} s; results in {args.output}")
+    return 0 if all(t["met"] for t in doc["targets"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
