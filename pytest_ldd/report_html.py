@@ -82,12 +82,19 @@ def promotion_index(
     pairs: Sequence[Mapping[str, Any]],
     gate: Mapping[str, Any],
     promoted_at: str | None = None,
+    session_id: str | None = None,
 ) -> tuple[int | None, str]:
     """The 1-based pair at which the metric was promoted, and how that was found.
 
-    From ``promoted_at`` when set (the last pair logged at or before it); otherwise
-    the first pair where ``n >= min_n`` and the running MAE is within ``max_mae``.
+    From the promoting ``session_id`` when known (its last pair: a session promotes
+    at its end); else from ``promoted_at`` (the last pair logged at or before it);
+    otherwise the first pair where ``n >= min_n`` and the running MAE is within
+    ``max_mae``.
     """
+    if session_id is not None:
+        positions = [i for i, p in enumerate(pairs, start=1) if p.get("session_id") == session_id]
+        if positions:
+            return positions[-1], "promoted"
     if promoted_at:
         index = sum(1 for p in pairs if str(p.get("timestamp") or "") <= promoted_at)
         if index >= 1:
@@ -98,6 +105,17 @@ def promotion_index(
         if i >= min_n and value <= max_mae + _TOLERANCE:
             return i, "gate first met"
     return None, ""
+
+
+def _promoting_session(doc: Mapping[str, Any], name: str) -> str | None:
+    """The id of the last recorded session that made ``name`` load-bearing."""
+    sessions = (doc.get("history") or {}).get("sessions") or ()
+    found = None
+    for item in sessions:
+        for change in item.get("state_changes") or ():
+            if change.get("name") == name and change.get("after") == "load_bearing":
+                found = item.get("session_id")
+    return found
 
 
 def _table(
@@ -237,6 +255,7 @@ def _metric_section(
     metric: Mapping[str, Any],
     pairs: Sequence[Mapping[str, Any]],
     colours: Mapping[str, str],
+    promoted_in: str | None = None,
 ) -> list[str]:
     name = str(metric.get("name"))
     spec = metric.get("spec") or {}
@@ -293,7 +312,7 @@ def _metric_section(
         points,
         max_mae=max_mae,
     )
-    index, how = promotion_index(pairs, gate, metric.get("promoted_at"))
+    index, how = promotion_index(pairs, gate, metric.get("promoted_at"), promoted_in)
     mae_plot = mae_svg(
         f"{name}: running MAE over {len(pairs)} pairs, threshold {fmt_value(max_mae)}",
         running_mae(pairs),
@@ -393,7 +412,9 @@ def render_html(doc: Mapping[str, Any]) -> str:
     if metrics:
         out.append('<section id="calibration"><h2>Calibration</h2>')
         for metric in metrics:
-            out += _metric_section(metric, calibrations.get(metric.get("name")) or (), colours)
+            name = metric.get("name")
+            promoted_in = _promoting_session(doc, str(name))
+            out += _metric_section(metric, calibrations.get(name) or (), colours, promoted_in)
         out.append("</section>")
     out += _corpus_section(doc)
     out.append("</body></html>")

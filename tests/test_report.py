@@ -719,3 +719,11 @@ def test_promotion_is_marked_from_promoted_at(tmp_path: Path) -> None:
     assert calibrator.try_promote("accuracy")
     page = render_html(build_report(registry))
     assert "promoted at pair 5" in page
+
+
+def test_promotion_index_prefers_the_promoting_session() -> None:
+    # Sessions s1..s3 log two pairs each within one second; s2 promoted at its end.
+    pairs = [pair(0.5, 0.5, "2026-01-01T00:00:00Z", f"s{1 + i // 2}") for i in range(6)]
+    assert promotion_index(pairs, GATE, "2026-01-01T00:00:00Z", "s2") == (4, "promoted")
+    # Without the session, the timestamp cannot tell s3's pairs from s2's.
+    assert promotion_index(pairs, GATE, "2026-01-01T00:00:00Z") == (6, "promoted")
