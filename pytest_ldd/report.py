@@ -209,6 +209,7 @@ def _session_history(session: Mapping[str, Any]) -> dict[str, Any]:
         "ended_at": session.get("ended_at"),
         "counts": dict(session.get("counts") or {}),
         "corpus": dict(session.get("corpus") or {}),
+        "state_changes": [dict(change) for change in session.get("state_changes") or ()],
     }
 
 

@@ -680,6 +680,7 @@ def test_build_report_document(tmp_path: Path) -> None:
         "ended_at",
         "counts",
         "corpus",
+        "state_changes",
     }
     assert json.loads(dumps(doc)) == json.loads(json.dumps(doc))
 
