@@ -288,10 +288,26 @@ def test_workspace_limits_fail_the_verdict_without_running(task: SimpleNamespace
     refused = run_hidden_tests(task.good, task.hidden, limits=Limits(workspace_files=1))
     assert not refused.passed
     assert not refused.tampered
-    assert refused.reason == "the workspace holds more than 1 files: not copied"
+    assert refused.reason == "the workspace holds more than 1 files and folders: not copied"
     assert refused.outcomes == {}
     big = run_hidden_tests(task.good, task.hidden, limits=Limits(workspace_bytes=10))
     assert big.reason == "the workspace is larger than 10 bytes: not copied"
+
+
+def test_a_workspace_that_cannot_be_read_fails_the_verdict(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent controls its files' permissions: an unreadable file is a verdict, not a crash.
+    def denied(*args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", "calc.py")
+
+    monkeypatch.setattr("pytest_ldd._sandbox.staging.shutil.copyfile", denied)
+    verdict = run_hidden_tests(task.good, task.hidden)
+    assert not verdict.passed
+    assert not verdict.tampered
+    assert verdict.reason == (
+        "the workspace cannot be copied: [Errno 13] Permission denied: 'calc.py'"
+    )
 
 
 # -- set-up errors ------------------------------------------------------------------------

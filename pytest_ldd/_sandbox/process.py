@@ -30,6 +30,7 @@ _CHUNK = 65536
 _TICK_S = 0.1
 # Once the child has exited, processes that left its group may still hold the pipes.
 _EXIT_GRACE_S = 1.0
+_EXIT_POLL_S = 0.002
 # An honest runner writes a few hundred bytes per test.
 _CHANNEL_CAP = 64 * 1024 * 1024
 
@@ -153,6 +154,18 @@ class _Watcher:
         self.selector.register(self.in_fd, selectors.EVENT_WRITE)
 
     def watch(self, deadline: float) -> None:
+        self._watch_pipes(deadline)
+        # Both pipes closed (or a cap hit): wait for the exit itself, so a child that
+        # closed its pipes and kept running is timed out rather than taken as done.
+        while not (self.output_capped or self.channel_capped or self.timed_out):
+            if _has_exited(self.proc):
+                return
+            if time.monotonic() >= deadline:
+                self.timed_out = True
+                return
+            time.sleep(_EXIT_POLL_S)
+
+    def _watch_pipes(self, deadline: float) -> None:
         exited_at: float | None = None
         while self._reading():
             now = time.monotonic()

@@ -74,13 +74,27 @@ def copy_workspace(
     Only regular files, folders and symlinks that stay inside the workspace are copied
     (a link is re-made to point into the copy).  Links leaving the workspace, FIFOs,
     sockets and devices are dropped; so is bytecode, which could disagree with the
-    source a reviewer reads.  Set-id bits are dropped.
+    source a reviewer reads.  Set-id bits are dropped.  ``max_files`` counts files and
+    folders.  A workspace that cannot be read whole is refused: the agent controls its
+    files' permissions, and must not be able to turn grading into a crash.
     """
-    top = src.resolve()
+    try:
+        return _copy_tree(src.resolve(), dst, max_bytes=max_bytes, max_files=max_files)
+    except OSError as exc:
+        return f"the workspace cannot be copied: {exc}"
+
+
+def _copy_tree(
+    top: Path, dst: Path, *, max_bytes: int | None, max_files: int | None
+) -> str | None:
     dst.mkdir(parents=True)
-    files = 0
+    entries = 0
     size = 0
-    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+
+    def errors(exc: OSError) -> None:
+        raise exc
+
+    for dirpath, dirnames, filenames in os.walk(top, onerror=errors, followlinks=False):
         here = Path(dirpath)
         target = dst / here.relative_to(top)
         kept = []
@@ -92,6 +106,7 @@ def copy_workspace(
                 (target / name).mkdir()
                 kept.append(name)
         dirnames[:] = kept
+        entries += len(kept)
         for name in sorted(filenames):
             path = here / name
             info = os.lstat(path)
@@ -100,16 +115,17 @@ def copy_workspace(
                 continue
             if not stat.S_ISREG(info.st_mode) or name.endswith(_BYTECODE):
                 continue
-            files += 1
+            entries += 1
             size += info.st_size
-            if max_files is not None and files > max_files:
-                return f"the workspace holds more than {max_files} files: not copied"
+            if max_files is not None and entries > max_files:
+                return f"the workspace holds more than {max_files} files and folders: not copied"
             if max_bytes is not None and size > max_bytes:
                 return f"the workspace is larger than {max_bytes} bytes: not copied"
             shutil.copyfile(path, target / name, follow_symlinks=False)
-            os.chmod(
-                target / name, (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
-            )
+            mode = (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
+            os.chmod(target / name, mode)
+        if max_files is not None and entries > max_files:
+            return f"the workspace holds more than {max_files} files and folders: not copied"
     return None
 
 
