@@ -205,6 +205,7 @@ class TraceStore:
         with self.lock():
             fd, tmp = tempfile.mkstemp(prefix=".metrics.", suffix=".tmp", dir=str(self.ldd_dir))
             try:
+                os.chmod(tmp, new_file_mode())
                 with os.fdopen(fd, "wb") as handle:
                     handle.write(payload)
                     handle.flush()
@@ -386,6 +387,17 @@ class TraceStore:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def new_file_mode() -> int:
+    """The mode an ordinary new file gets here (0o666 less the umask).
+
+    ``tempfile.mkstemp`` creates files readable by their owner only; a file that
+    replaces a store or report file must be as readable as one written plainly.
+    """
+    mask = os.umask(0)
+    os.umask(mask)
+    return 0o666 & ~mask
 
 
 def _reject_constant(name: str) -> Any:

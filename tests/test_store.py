@@ -347,3 +347,11 @@ def test_file_permissions_are_ordinary(store: TraceStore) -> None:
     store.append_sessions([{"id": "x"}])
     if os.name != "nt":
         assert store.sessions_path.stat().st_mode & 0o600 == 0o600
+
+
+def test_metrics_json_is_as_readable_as_a_plain_file(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.write_metrics({"schema_version": 1, "generated_at": "x", "specs": [], "promotions": []})
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    assert store.metrics_path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
