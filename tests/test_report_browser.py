@@ -130,7 +130,8 @@ def decode_png(data: bytes) -> tuple[int, int, list[bytes]]:
             idat += body
         pos += 12 + length
     width, height, depth, colour = struct.unpack(">IIBB", header[:10])
-    assert depth == 8 and colour in (2, 6), (depth, colour)
+    assert depth == 8, depth
+    assert colour in (2, 6), colour
     bpp = 3 if colour == 2 else 4
     raw = zlib.decompress(idat)
     stride = width * bpp

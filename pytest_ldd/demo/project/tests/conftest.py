@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import demo_agent  # type: ignore[import-not-found,unused-ignore]  # the project's top folder
+import demo_agent  # the project's top folder
 import pytest
 
 

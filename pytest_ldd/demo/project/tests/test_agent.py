@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 # demo_agent and judge live in the project's top folder ([tool.pytest.ini_options] pythonpath).
-import demo_agent  # type: ignore[import-not-found,unused-ignore]
-import judge  # type: ignore[import-not-found,unused-ignore]
+import demo_agent
+import judge
 import pytest
 
 from pytest_ldd import Episode, Observation

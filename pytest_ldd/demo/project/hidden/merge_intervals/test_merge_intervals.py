@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from merge_intervals import merge_intervals  # type: ignore[import-not-found]  # the agent's module
+from merge_intervals import merge_intervals  # the agent's module
 
 
 def test_overlapping_are_merged() -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from parse_duration import parse_duration  # type: ignore[import-not-found]  # the agent's module
+from parse_duration import parse_duration  # the agent's module
 
 
 @pytest.mark.parametrize(

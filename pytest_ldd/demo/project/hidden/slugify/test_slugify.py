@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from slugify import slugify  # type: ignore[import-not-found]  # the agent's module
+from slugify import slugify  # the agent's module
 
 
 @pytest.mark.parametrize(
