@@ -307,6 +307,12 @@ def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
         remove_tree(root)
 
 
+def _staged_prints(root: Path) -> dict[str, bytes]:
+    """Hashes of everything the sandbox staged and the test process must not change."""
+    runner = {f"runner/{name}": digest for name, digest in fingerprint(root / "runner").items()}
+    return fingerprint(root / "suite") | runner
+
+
 def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
     limits = options.limits
     copy = root / "ws" / source.name
@@ -323,9 +329,7 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
     (runner_dir / "pytest.ini").write_text(_TRUSTED_INI, encoding="utf-8")
     for name in ("home", "tmp"):
         (root / name).mkdir()
-    before = fingerprint(root / "suite") | {
-        f"runner/{k}": v for k, v in fingerprint(runner_dir).items()
-    }
+    before = _staged_prints(root)
 
     key = secrets.token_bytes(_KEY_BYTES)
     args = [
@@ -375,9 +379,7 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
             f" (exit code {run.returncode}); its output ends with: {run.output_tail[-500:]!r}"
         )
         raise SandboxError(msg)
-    after = fingerprint(root / "suite") | {
-        f"runner/{k}": v for k, v in fingerprint(runner_dir).items()
-    }
+    after = _staged_prints(root)
     modified = sorted(name for name, digest in before.items() if after.get(name) != digest)
     judgement = judge(
         suite=suite,

@@ -141,6 +141,29 @@ def test_a_skipped_hidden_test_fails_the_verdict(task: SimpleNamespace) -> None:
     assert "test_s.py::test_later (skipped)" in verdict.reason
 
 
+def test_a_module_skipped_at_collection_fails_without_claiming_tampering(
+    task: SimpleNamespace,
+) -> None:
+    hidden = _write(
+        task.root / "modskip",
+        {
+            "test_ok.py": "def test_ok():\n    pass\n",
+            "test_needs.py": "import pytest\n\npytest.importorskip('no_such_module_here')\n\n\n"
+            "def test_needs():\n    pass\n",
+        },
+    )
+    verdict = run_hidden_tests(task.good, hidden)
+    assert not verdict.passed
+    assert not verdict.tampered
+    assert dict(verdict.outcomes) == {
+        "test_needs.py::test_needs": "skipped",
+        "test_ok.py::test_ok": "passed",
+    }
+    assert (
+        verdict.reason == "1 of 2 hidden tests did not pass: test_needs.py::test_needs (skipped)"
+    )
+
+
 def test_an_error_in_teardown_fails_the_verdict(task: SimpleNamespace) -> None:
     hidden = _write(
         task.root / "teardown",

@@ -8,6 +8,7 @@ holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 - ``fatal`` (``detail``) -- the runner could not start pytest (a setup problem);
 - ``collected`` (``ids``) -- node ids collected, in chunks;
 - ``collect_error`` (``id``, ``detail``) -- a file or folder failed to collect;
+- ``collect_skip`` (``id``) -- a file or folder was skipped whole at collection;
 - ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
 
@@ -37,6 +38,7 @@ class ChannelLog:
     fatal: str | None = None
     collected: set[str] = field(default_factory=set)
     collect_errors: dict[str, str] = field(default_factory=dict)
+    collect_skips: set[str] = field(default_factory=set)
     tests: dict[str, str] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
     finish: int | None = None
@@ -91,6 +93,8 @@ def _take(log: ChannelLog, kind: Any, record: dict[str, Any]) -> None:
             log.collected.update(str(nodeid) for nodeid in record["ids"])
         elif kind == "collect_error":
             log.collect_errors[str(record["id"])] = str(record["detail"])
+        elif kind == "collect_skip":
+            log.collect_skips.add(str(record["id"]))
         elif kind == "test":
             nodeid, outcome = str(record["id"]), record["outcome"]
             if outcome not in OUTCOMES:

@@ -54,10 +54,11 @@ def _names(ids: Iterable[str], outcomes: Mapping[str, str] | None = None) -> str
     return ", ".join(shown) + more
 
 
-def _in_errored(nodeid: str, errored: Iterable[str]) -> bool:
+def _under(nodeid: str, collectors: Iterable[str]) -> bool:
+    """Whether ``nodeid`` lies in one of the files or folders named by ``collectors``."""
     path = nodeid.split("::", 1)[0]
     return any(
-        e in ("", ".") or path == e or path.startswith(e.rstrip("/") + "/") for e in errored
+        c in ("", ".") or path == c or path.startswith(c.rstrip("/") + "/") for c in collectors
     )
 
 
@@ -109,9 +110,8 @@ def judge(
         found.tampering.append(
             f"results reported for tests never collected: {_names(uncollected)}"
         )
-    missing_canaries = {
-        c for c in canaries if c not in log.tests and not _in_errored(c, log.collect_errors)
-    }
+    not_collected = {*log.collect_errors, *log.collect_skips}
+    missing_canaries = {c for c in canaries if c not in log.tests and not _under(c, not_collected)}
     if missing_canaries and finished_normally:
         found.tampering.append("canary test not reported although pytest finished: results hidden")
 
@@ -139,8 +139,10 @@ def judge(
     for base in suite.expected:
         if base in reported_bases:
             continue
-        if _in_errored(base, log.collect_errors):
+        if _under(base, log.collect_errors):
             outcomes[base] = "error"
+        elif _under(base, log.collect_skips):
+            outcomes[base] = "skipped"
         else:
             missing.append(base)
     total = len(outcomes) + len(missing)

@@ -91,6 +91,8 @@ class Reporter:
         if report.failed:
             detail = str(report.longrepr)[-_DETAIL_CHARS:]
             self._channel.send("collect_error", id=report.nodeid, detail=detail)
+        elif report.skipped:  # a module-level skip, e.g. pytest.importorskip(...)
+            self._channel.send("collect_skip", id=report.nodeid)
 
     def pytest_collection_finish(self, session: Any) -> None:
         ids = [item.nodeid for item in session.items]

@@ -91,6 +91,13 @@ def _copy_tree(
     entries = 0
     size = 0
 
+    def refusal() -> str | None:
+        if max_files is not None and entries > max_files:
+            return f"the workspace holds more than {max_files} files and folders: not copied"
+        if max_bytes is not None and size > max_bytes:
+            return f"the workspace is larger than {max_bytes} bytes: not copied"
+        return None
+
     def errors(exc: OSError) -> None:
         raise exc
 
@@ -117,15 +124,15 @@ def _copy_tree(
                 continue
             entries += 1
             size += info.st_size
-            if max_files is not None and entries > max_files:
-                return f"the workspace holds more than {max_files} files and folders: not copied"
-            if max_bytes is not None and size > max_bytes:
-                return f"the workspace is larger than {max_bytes} bytes: not copied"
+            refused = refusal()
+            if refused is not None:
+                return refused
             shutil.copyfile(path, target / name, follow_symlinks=False)
             mode = (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
             os.chmod(target / name, mode)
-        if max_files is not None and entries > max_files:
-            return f"the workspace holds more than {max_files} files and folders: not copied"
+        refused = refusal()
+        if refused is not None:
+            return refused
     return None
 
 
@@ -173,7 +180,7 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
             raise SandboxError(msg) from exc
         names = _collectable(tree)
         expected.extend(f"{rel}::{name}" for name in names)
-        if _module_opts_out(tree):
+        if _opts_out(tree.body):
             continue
         planted, fail_name, pass_name = plant_canaries(source, tree, names, rng)
         path.write_bytes(planted)
@@ -210,10 +217,6 @@ def _opts_out(body: Sequence[ast.stmt]) -> bool:
             if "__test__" in targets and not node.value.value:
                 return True
     return False
-
-
-def _module_opts_out(tree: ast.Module) -> bool:
-    return _opts_out(tree.body)
 
 
 def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
@@ -260,7 +263,7 @@ def _collectable(tree: ast.Module) -> list[str]:
     Only definitions at the top of the module (or of a top-level test class) count:
     a test defined under an ``if`` may rightly be missing from the run.
     """
-    if _module_opts_out(tree):
+    if _opts_out(tree.body):
         return []
     names: dict[str, None] = {}
     for node in tree.body:
