@@ -227,7 +227,7 @@ def check_yaml(text: str) -> None:
             )
         checked.append((number, stripped, indent))
         value = stripped.split(" #", 1)[0].rstrip()
-        if re.search(r"(^|:\s)[|>][-+0-9]*$", value):
+        if re.search(r"(^|[:-]\s)[|>][-+0-9]*$", value):
             scalar_at = indent
             opener = False
         else:
@@ -462,6 +462,7 @@ def test_blocks_carry_their_line_language_and_directive(tmp_path: Path) -> None:
         "      - uses: actions/checkout@v4\n      - run: |\n          pytest\n"
         "            --ldd\n        env:\n          A: b\n",
         "steps:\n- name: x\n  run: y\n",
+        "script:\n  - |\n    if x; then\n      y\n    fi\n  - z\n",
     ],
 )
 def test_yaml_check_accepts_consistent_blocks(text: str) -> None:
