@@ -180,7 +180,9 @@ def _project_files(block: Block) -> dict[str, str]:
 def run_python(block: Block) -> None:
     """Execute a standalone block as a fresh module (in the current folder)."""
     __tracebackhide__ = True
-    code = compile(block.text, block.name, "exec")
+    # dont_inherit: this file's `from __future__ import annotations` must not leak into
+    # the example, where it would hide annotations naming things never imported.
+    code = compile(block.text, block.name, "exec", dont_inherit=True)
     module = types.ModuleType(f"docs_example_{block.line}")
     # Dataclasses and pickling look a class's module up in sys.modules.
     sys.modules[module.__name__] = module
@@ -395,7 +397,7 @@ def check_file(block: Block) -> None:
     """A project file on its own: compiled or parsed by its language."""
     __tracebackhide__ = True
     if block.language == "python":
-        compile(block.text, block.name, "exec")
+        compile(block.text, block.name, "exec", dont_inherit=True)
     elif block.language == "toml":
         tomllib.loads(block.text)
     elif block.language == "json":
@@ -464,6 +466,7 @@ def test_blocks_carry_their_line_language_and_directive(tmp_path: Path) -> None:
         "steps:\n- name: x\n  run: y\n",
         "script:\n  - |\n    if x; then\n      y\n    fi\n  - z\n",
     ],
+    ids=["workflow", "unindented-list", "block-scalar-item"],
 )
 def test_yaml_check_accepts_consistent_blocks(text: str) -> None:
     check_yaml(text)
@@ -478,6 +481,7 @@ def test_yaml_check_accepts_consistent_blocks(text: str) -> None:
         ("a:\n    b: 1\n  c: 2\n", "never opened"),
         ("a:\n  b:\n     c: 1\n", "multiple"),
     ],
+    ids=["empty", "tab", "deeper", "dedent", "unit"],
 )
 def test_yaml_check_rejects_broken_blocks(text: str, message: str) -> None:
     with pytest.raises(AssertionError, match=message):
@@ -507,6 +511,10 @@ def test_shell_segments_drop_redirections_and_assignments() -> None:
 def test_a_broken_python_example_fails(tmp_path: Path) -> None:
     block = Block(tmp_path / "page.md", 3, "python", "assert 1 + 1 == 3\n")
     with pytest.raises(AssertionError):
+        run_python(block)
+    # Annotations are evaluated as in a fresh script, not postponed as in this file.
+    block = Block(tmp_path / "page.md", 3, "python", "def f(x: Undefined) -> None: ...\n")
+    with pytest.raises(NameError, match="Undefined"):
         run_python(block)
 
 
