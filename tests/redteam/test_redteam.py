@@ -81,6 +81,9 @@ class Case:
     max_seconds: float = 30.0
     hidden: Path = SHARED_HIDDEN
     check_pids: bool = False
+    # The naive harness is fooled only from this pytest major version on (older
+    # versions do not read the attack's config file at all).
+    naive_needs_pytest: int = 0
     pythonpath: tuple[str, ...] = (".",)
     limits: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
@@ -164,6 +167,7 @@ def test_attack_fools_a_naive_harness(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The attack is real: copying the hidden tests in and trusting the exit code fails."""
+    fooled = int(pytest.__version__.split(".")[0]) >= case.naive_needs_pytest
     work = tmp_path / "ws"
     shutil.copytree(case.workspace, work)
     (work / "tests").mkdir(exist_ok=True)
@@ -180,7 +184,7 @@ def test_attack_fools_a_naive_harness(
         timeout=120,
         check=False,
     )
-    assert result.returncode == 0, result.stdout[-3000:]
+    assert (result.returncode == 0) is fooled, result.stdout[-3000:]
 
 
 def test_every_required_attack_has_a_case() -> None:
