@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
@@ -512,6 +513,12 @@ def _guarded(handler: Callable[[argparse.Namespace], int], args: argparse.Namesp
         return EXIT_FAILED
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`ldd metric show x | head -1`): stop quietly, and keep
+        # Python from complaining again when it flushes stdout at exit.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_FAILED
     except Exception as exc:  # a bug: still one line, never a traceback
         _err(f"internal error: {type(exc).__name__}: {exc}")
         return EXIT_FAILED

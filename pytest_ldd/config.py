@@ -118,8 +118,15 @@ class MetricConfig:
             extra.get("unit", ""),
             self.description,
             version=extra.get("version", 1),
-            normalize_scale=extra.get("normalize_scale", 1.0),
+            # The same default as the marker (and the factories): positive_count's 100.
+            normalize_scale=extra.get(
+                "normalize_scale", POSITIVE_SCALE if self.kind == "positive" else 1.0
+            ),
         )
+
+
+#: The default ``normalize_scale`` of a positive metric, as in ``positive_count``.
+POSITIVE_SCALE = 100.0
 
 
 @final

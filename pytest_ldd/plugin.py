@@ -204,7 +204,12 @@ class LddFixture:
         try:
             breaches = self._recorder.observe(name, observed, predicted)
         except LddError as exc:
-            pytest.fail(str(exc), pytrace=False)
+            problem = str(exc)
+        else:
+            problem = None
+        if problem is not None:
+            # Failing outside the except block keeps the message from being shown twice.
+            pytest.fail(problem, pytrace=False)
         self._item.ihook.pytest_ldd_observation(
             item=self._item, observation=Observation(name, observed, predicted)
         )
@@ -220,7 +225,11 @@ class LddFixture:
         try:
             scores = self._recorder.episode(episode, gold)
         except LddError as exc:
-            pytest.fail(f"{episode.task_id}: {exc}", pytrace=False)
+            problem = f"{getattr(episode, 'task_id', episode)!r}: {exc}"
+        else:
+            problem = None
+        if problem is not None:
+            pytest.fail(problem, pytrace=False)
         self._item.ihook.pytest_ldd_episode(
             item=self._item, episode=episode, gold=gold, scores=scores
         )
@@ -235,9 +244,7 @@ class LddFixture:
         """
         __tracebackhide__ = True
         recorder = self._recorder
-        try:
-            recorder.ctx.registry.get(name)
-        except LddError:
+        if name not in recorder.ctx.registry:
             from pytest_ldd.recording import unknown_metric_message
 
             pytest.fail(unknown_metric_message(name), pytrace=False)
@@ -257,10 +264,11 @@ class LddFixture:
         state = ctx.start_state(name)
         if state is not None:
             return state
-        try:
-            return ctx.registry.state(name)
-        except LddError as exc:
-            pytest.fail(str(exc), pytrace=False)
+        if name not in ctx.registry:
+            from pytest_ldd.recording import unknown_metric_message
+
+            pytest.fail(unknown_metric_message(name), pytrace=False)
+        return ctx.registry.state(name)
 
     def is_load_bearing(self, name: str) -> bool:
         """Whether ``name`` was load-bearing at session start."""
@@ -350,8 +358,9 @@ class LddSession:
 
     def _start(self) -> None:
         from pytest_ldd.config import load_config
+        from pytest_ldd.errors import InvalidSpecError
         from pytest_ldd.gates import parse_bounds
-        from pytest_ldd.recording import RunContext, SessionLedger, new_session_id
+        from pytest_ldd.recording import CORPUS_METRICS, RunContext, SessionLedger, new_session_id
         from pytest_ldd.registry import Calibrator, MetricRegistry
         from pytest_ldd.store import TraceStore
 
@@ -389,6 +398,13 @@ class LddSession:
             if metric_config.predictor:
                 config_predictors[name] = metric_config.predictor
         for name, options in ldd_config.gates.items():
+            if name not in CORPUS_METRICS:
+                msg = (
+                    f"[tool.ldd.gates] {name}: corpus gates apply to the session aggregates "
+                    f"{', '.join(CORPUS_METRICS)} (got {name!r}); gate other metrics with "
+                    f"le/lt/ge/gt in [tool.ldd.metrics.{name}] or on the marker"
+                )
+                raise InvalidSpecError(msg)
             self.corpus_bounds[name] = parse_bounds(options, where=f"[tool.ldd.gates] {name}")
         config.hook.pytest_ldd_register_metrics(registry=registry)
 
@@ -477,7 +493,7 @@ class LddSession:
                 )
             try:
                 self._declare(item, name, mark.kwargs)
-                found = parse_bounds(mark.kwargs, where=f"{item.nodeid}: metric {name!r}")
+                found = parse_bounds(mark.kwargs, where=f"metric {name!r}")
             except LddError as exc:
                 raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
             if name not in names:

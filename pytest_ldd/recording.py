@@ -130,12 +130,21 @@ class RunContext:
 
     def is_load_bearing(self, name: str) -> bool:
         """Whether ``name`` was load-bearing when the session started."""
-        state = self.start_states.get(name)
+        state = self.start_state(name)
         return state is not None and state.is_load_bearing
 
     def start_state(self, name: str) -> MetricState | None:
-        """The state of ``name`` at session start (None for a metric new this session)."""
-        return self.start_states.get(name)
+        """The state of ``name`` at session start (None for a metric new this session).
+
+        A marker that declares a higher version during collection makes the metric
+        new: the old version's state says nothing about the new instrument.
+        """
+        state = self.start_states.get(name)
+        if state is None or name not in self.registry:
+            return state
+        if self.registry.spec(name).version != state.version:
+            return None
+        return state
 
     def prices(self) -> Any:
         """The ``[tool.ldd.agents] prices`` catalog, loaded once (None when unset)."""

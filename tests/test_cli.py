@@ -522,3 +522,17 @@ def test_unexpected_exception_is_one_line(
     monkeypatch.setattr(cli, "_cmd_list", boom)
     assert cli.main(["metric", "list", "--project", str(tmp_path)]) == 1
     assert capsys.readouterr().err == "ldd: internal error: RuntimeError: boom\n"
+
+
+def test_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
+    # The reader is gone before the command writes: like `ldd metric list | head -c 0`.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "pytest_ldd", "metric", "list", "--project", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()
+    _, err = proc.communicate(timeout=60)
+    assert b"internal error" not in err
+    assert b"Traceback" not in err

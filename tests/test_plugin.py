@@ -335,3 +335,39 @@ def test_a_killed_worker_loses_nothing_it_had_reported(pytester: pytest.Pytester
     observations = read_jsonl(pytester.path / ".ldd" / "observations.jsonl")
     # The crashed test never reported: its observation died with the worker.
     assert sorted(o["raw"] for o in observations) == [0.25, 0.75]
+
+
+def test_a_version_bump_starts_advisory_even_without_ldd(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_latency=MARKED_TEST)
+    for _ in range(5):
+        assert run(pytester, "--ldd").ret == 0
+    assert run(pytester).ret == 1
+    # A pull request bumps the metric's version: a new instrument, advisory again.
+    pytester.makepyfile(test_latency=MARKED_TEST.replace("le=500,", "le=500, version=2,"))
+    result = run(pytester)
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(["*ldd advisory breach: latency = 512 ms, limit le 500*"])
+    assert "load_bearing" not in "\n".join(ldd_section(result))
+
+
+def test_config_and_marker_declare_the_same_default_scale(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(
+        """
+        [tool.ldd.metrics.queue_depth]
+        kind = "positive"
+        description = "jobs waiting in the queue"
+        """
+    )
+    pytester.makepyfile(
+        test_scale="""
+        import pytest
+
+        @pytest.mark.metric("queue_depth", kind="positive", description="jobs waiting in the queue")
+        def test_depth():
+            yield 50
+        """
+    )
+    result = run(pytester, "--ldd")
+    assert result.ret == 0, result.stdout.str()
+    (spec,) = metrics_doc(pytester.path / ".ldd")["specs"]
+    assert spec["normalize_scale"] == 100.0

@@ -155,3 +155,44 @@ def test_store_corrupted_during_the_session_stops_cleanly(pytester: pytest.Pytes
     )
     result = run(pytester, "--ldd")
     check_usage_error(result, "metrics.json is not valid JSON", before_tests=False)
+
+
+def test_corpus_gate_on_an_unknown_aggregate(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(
+        """
+        [tool.ldd.gates]
+        task_sucess = {ge = 0.8}
+        """
+    )
+    pytester.makepyfile(test_it="def test_it():\n    pass\n")
+    check_usage_error(
+        run(pytester),
+        "[tool.ldd.gates] task_sucess: corpus gates apply to the session aggregates "
+        "task_success, cost_per_success (got 'task_sucess')",
+    )
+
+
+def test_gate_errors_name_the_test_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_it=TEST_TEMPLATE.format(
+            marker='"score", kind="bounded", description="share solved", le="high"'
+        )
+    )
+    result = run(pytester)
+    check_usage_error(result, "test_it.py::test_it: metric 'score': gate 'le' must be a number")
+    assert (result.stdout.str() + result.stderr.str()).count("test_it.py::test_it") == 1
+
+
+def test_an_invalid_observation_is_reported_once(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_it="""
+        import pytest
+
+        @pytest.mark.metric("score", kind="bounded", description="share solved")
+        def test_it(ldd):
+            ldd.observe("score", 1.5)
+        """
+    )
+    result = run(pytester)
+    result.assert_outcomes(failed=1)
+    assert "During handling of the above exception" not in result.stdout.str()
