@@ -355,14 +355,14 @@ def test_config_and_marker_declare_the_same_default_scale(pytester: pytest.Pytes
         """
         [tool.ldd.metrics.queue_depth]
         kind = "positive"
-        description = "jobs waiting in the queue"
+        description = "jobs in the queue"
         """
     )
     pytester.makepyfile(
         test_scale="""
         import pytest
 
-        @pytest.mark.metric("queue_depth", kind="positive", description="jobs waiting in the queue")
+        @pytest.mark.metric("queue_depth", kind="positive", description="jobs in the queue")
         def test_depth():
             yield 50
         """
