@@ -153,11 +153,12 @@ class Arm:
 
     ``prepare`` runs before each repetition, outside the timing (for example to
     give pytest-ldd a fresh copy of its store).  ``measure`` returns the figure
-    of one repetition (seconds, or bytes for memory arms).
+    of one repetition (seconds, or bytes for memory arms), or a tuple of it and
+    secondary figures by name (e.g. ``{"cpu_s": ...}``), kept alongside.
     """
 
     name: str
-    measure: Callable[[], float]
+    measure: Callable[[], float | tuple[float, Mapping[str, float]]]
     prepare: Callable[[], None] | None = None
 
 
@@ -167,19 +168,23 @@ class Comparison:
     """The samples of every arm of one comparison, collected in interleaved rounds."""
 
     samples: dict[str, list[float]] = field(default_factory=dict)
+    #: Secondary figures: ``extra[arm][figure]`` is a list aligned with ``samples[arm]``.
+    extra: dict[str, dict[str, list[float]]] = field(default_factory=dict)
 
-    def median(self, arm: str) -> float:
-        """The median of ``arm``'s samples."""
-        return statistics.median(self.samples[arm])
+    def median(self, arm: str, figure: str | None = None) -> float:
+        """The median of ``arm``'s samples (or of one of its secondary figures)."""
+        values = self.samples[arm] if figure is None else self.extra[arm][figure]
+        return statistics.median(values)
 
-    def ratio(self, arm: str, baseline: str) -> float:
-        """``median(arm) / median(baseline)``."""
-        return self.median(arm) / self.median(baseline)
+    def ratio(self, arm: str, baseline: str, figure: str | None = None) -> float:
+        """``median(arm) / median(baseline)`` (of the main or a secondary figure)."""
+        return self.median(arm, figure) / self.median(baseline, figure)
 
     def to_json(self, unit: str) -> dict[str, Any]:
         """Medians, spreads and raw samples of every arm."""
-        return {
-            name: {
+        doc: dict[str, Any] = {}
+        for name, values in self.samples.items():
+            doc[name] = {
                 "median": self.median(name),
                 "min": min(values),
                 "max": max(values),
@@ -187,8 +192,9 @@ class Comparison:
                 "unit": unit,
                 "samples": values,
             }
-            for name, values in self.samples.items()
-        }
+            for figure, more in self.extra.get(name, {}).items():
+                doc[name][figure] = {"median": statistics.median(more), "samples": more}
+        return doc
 
 
 def interleave(
@@ -214,9 +220,12 @@ def interleave(
         for arm in [*arms[shift:], *arms[:shift]]:
             if arm.prepare is not None:
                 arm.prepare()
-            value = arm.measure()
+            measured = arm.measure()
+            value, extra = measured if isinstance(measured, tuple) else (measured, {})
             if round_no >= warmup:
                 result.samples[arm.name].append(value)
+                for figure, number in extra.items():
+                    result.extra.setdefault(arm.name, {}).setdefault(figure, []).append(number)
             if log is not None:
                 tag = "warm-up" if round_no < warmup else f"rep {round_no - warmup + 1}"
                 log(f"    {arm.name:<28} {tag:<8} {value:.4g}")
