@@ -241,9 +241,9 @@ def test_soak_kills_a_session_with_its_xdist_workers(
     bench: dict[str, ModuleType], tmp_path: Path
 ) -> None:
     soak = bench["soak"]
-    # One -n 2 session killed early (the draw is at most 1.1 x 0.6 s): workers must go too.
+    # One -n 2 session killed early (the draw is at most 1.25 x 0.4 s): workers must go too.
     result = soak.soak(
-        tmp_path, sessions=1, tests=12, seed=3, xdist_every=1, session_s=0.6, log=lambda _: None
+        tmp_path, sessions=1, tests=12, seed=3, xdist_every=1, session_s=0.4, log=lambda _: None
     )
     assert result.killed == 1
     assert result.stray_processes == ()
