@@ -31,7 +31,9 @@ def render(doc: dict[str, Any]) -> str:
         f"Machine: {m['cpu']}, {m['cores']} cores, "
         f"{(m['memory_bytes'] or 0) / 2**30:.0f} GiB RAM, {m['os']}; Python {m['python']}, "
         f"pytest {v['pytest']}, pytest-xdist {v['pytest-xdist']}, "
-        f"pytest-harvest {v['pytest-harvest']}, filelock {v['filelock']}; "
+        f"pytest-harvest {v['pytest-harvest']}, "
+        + ", ".join(f"{name} {v[name]}" for name in ("filelock", "portalocker") if v.get(name))
+        + "; "
         f"pytest-ldd at {v['commit']}. Run {doc['generated_at']}"
         f"{' (--quick)' if doc['quick'] else ''}, {doc['repetitions']} repetitions per arm, "
         f"load average {doc.get('load_average_before')} before and "
@@ -67,6 +69,21 @@ def render(doc: dict[str, Any]) -> str:
                     f"| {label} | {arm} | {data['median'] / scale:.3f} {shown} | "
                     f"{'' if cpu is None else f'{cpu:.3f} s'} | {samples} |"
                 )
+    soak = doc["benchmarks"].get("soak")
+    if soak and "sessions" in soak:
+        lines += [
+            "",
+            f"Soak: {soak['sessions']} sessions ({soak['killed']} SIGKILLed, "
+            f"{soak['completed']} finished before their moment, {soak['xdist_sessions']} "
+            f"under -n 2), {soak['finished_tests']:,} tests seen finished by the side "
+            f"channel; pairs lost {soak['pairs_lost']} of {soak['pairs_expected']:,}, "
+            f"duplicated {soak['pairs_duplicated']}; observations lost "
+            f"{soak['observations_lost']} of {soak['observations_expected']:,}, duplicated "
+            f"{soak['observations_duplicated']}; {soak['pairs_in_store']:,} pairs in the "
+            f"store; torn lines skipped {soak['torn_lines_skipped']}; "
+            f"`ldd metric verify` exit code {soak['verify_returncode']}; stray processes "
+            f"{len(soak['stray_processes'])}.",
+        ]
     return "\n".join(lines)
 
 

@@ -559,7 +559,15 @@ def versions() -> dict[str, str | None]:
     from importlib import metadata
 
     found: dict[str, str | None] = {}
-    for dist in ("pytest", "pytest-ldd", "pytest-xdist", "pytest-harvest", "filelock", "pluggy"):
+    for dist in (
+        "pytest",
+        "pytest-ldd",
+        "pytest-xdist",
+        "pytest-harvest",
+        "pluggy",
+        "filelock",
+        "portalocker",
+    ):
         try:
             found[dist] = metadata.version(dist)
         except metadata.PackageNotFoundError:
