@@ -187,10 +187,16 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 class LddFixture:
     """The ``ldd`` fixture: record observations and episodes, scope gates."""
 
-    __slots__ = ("_item",)
+    __slots__ = ("_item", "_observation_hook")
 
     def __init__(self, item: pytest.Item) -> None:
         self._item = item
+        # item.ihook looks up the item's conftest files on every access: only when
+        # someone implements the hook at all, and then once per test.
+        everywhere = item.config.hook.pytest_ldd_observation
+        self._observation_hook = (
+            item.ihook.pytest_ldd_observation if everywhere.get_hookimpls() else None
+        )
 
     @property
     def _recorder(self) -> TestRecorder:
@@ -201,18 +207,17 @@ class LddFixture:
         __tracebackhide__ = True
         from pytest_ldd.observation import Observation
 
+        problem: str | None = None
         try:
             breaches = self._recorder.observe(name, observed, predicted)
         except LddError as exc:
             problem = str(exc)
-        else:
-            problem = None
         if problem is not None:
             # Failing outside the except block keeps the message from being shown twice.
             pytest.fail(problem, pytrace=False)
-        self._item.ihook.pytest_ldd_observation(
-            item=self._item, observation=Observation(name, observed, predicted)
-        )
+        hook = self._observation_hook
+        if hook is not None:
+            hook(item=self._item, observation=Observation(name, observed, predicted))
         _warn_advisory(self._item, breaches)
 
     def episode(self, episode: Any, gold: Any = None) -> dict[str, Any]:
@@ -222,14 +227,19 @@ class LddFixture:
         test by itself: gates decide.
         """
         __tracebackhide__ = True
+        from pytest_ldd.observation import Observation
+
+        problem: str | None = None
         try:
-            scores = self._recorder.episode(episode, gold)
+            scores, breaches = self._recorder.episode(episode, gold)
         except LddError as exc:
             problem = f"{getattr(episode, 'task_id', episode)!r}: {exc}"
-        else:
-            problem = None
         if problem is not None:
             pytest.fail(problem, pytrace=False)
+        if self._observation_hook is not None:
+            for name, score in scores.items():
+                self._observation_hook(item=self._item, observation=Observation(name, score.value))
+        _warn_advisory(self._item, breaches)
         self._item.ihook.pytest_ldd_episode(
             item=self._item, episode=episode, gold=gold, scores=scores
         )
@@ -346,6 +356,7 @@ class LddSession:
         self.corpus_bounds: dict[str, tuple[Bound, ...]] = {}
         self.error: str | None = None
         self.usage_error: str | None = None
+        self._declared: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
     # -- start ---------------------------------------------------------------------
 
@@ -526,6 +537,15 @@ class LddSession:
 
     def _declare(self, item: pytest.Item, name: str, kwargs: Mapping[str, Any]) -> None:
         """Register what a marker declares, or check it against what is registered."""
+        key = (name, tuple(sorted((k, repr(kwargs[k])) for k in _SPEC_KEYWORDS if k in kwargs)))
+        if key in self._declared:
+            # The same marker on many tests (parametrize, a module-level pytestmark):
+            # declared once, checked once.
+            return
+        self._declare_once(item, name, kwargs)
+        self._declared.add(key)
+
+    def _declare_once(self, item: pytest.Item, name: str, kwargs: Mapping[str, Any]) -> None:
         from pytest_ldd.errors import UnknownMetricError
         from pytest_ldd.recording import CORPUS_METRICS
 

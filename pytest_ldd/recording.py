@@ -209,10 +209,10 @@ class TestRecorder:
         except UnknownMetricError:
             raise UnknownMetricError(unknown_metric_message(name), name=name) from None
         calibrator = self.ctx.calibrator
-        obs = calibrator.make_observation(
+        obs = calibrator.observation_line(
             name, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
         )
-        raw_value = _raw_number(observed, obs.normalized)
+        raw_value = _raw_number(observed, obs["normalized"])
         predictor = self.predictors.get(name) or self.ctx.config_predictors.get(name)
         if predicted is None and predictor == "history_mean":
             history = self._history_for(name)
@@ -220,16 +220,16 @@ class TestRecorder:
             predicted = guess.value
         pair = None
         if predicted is not None:
-            pair = calibrator.make_record(
+            pair = calibrator.pair_line(
                 name, predicted, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
             )
         # Everything validated: only now does anything count.
         if name not in self._sent_specs:
             self._specs[name] = metric.spec.to_json()
             self._sent_specs.add(name)
-        self._observations.append(obs.to_json())
+        self._observations.append(obs)
         if pair is not None:
-            self._pairs.append(pair.to_json())
+            self._pairs.append(pair)
         if predictor == "history_mean":
             self._history_for(name).append(raw_value)
             self._history_out.append([name, self.nodeid, raw_value])
@@ -284,8 +284,11 @@ class TestRecorder:
 
     # -- episodes ----------------------------------------------------------------
 
-    def episode(self, episode: Any, gold: Any = None) -> dict[str, Any]:
-        """Grade one agent episode, observe its success and dollars; returns the scores."""
+    def episode(self, episode: Any, gold: Any = None) -> tuple[dict[str, Any], list[Breach]]:
+        """Grade one agent episode, observe its success and dollars.
+
+        Returns the scores by metric name and the breaches the observations caused.
+        """
         from pytest_ldd.agents import Score
         from pytest_ldd.agents.corpus import CorpusTally, grade
 
@@ -301,12 +304,12 @@ class TestRecorder:
             base_dir=self.ctx.base_dir,
         )
         self._declare_corpus_metrics()
-        self.observe("task_success", 1.0 if graded.success else 0.0)
+        breaches = self.observe("task_success", 1.0 if graded.success else 0.0)
         scores = {
             "task_success": Score(1.0 if graded.success else 0.0, graded.detail, True),
         }
         if graded.dollars is not None:
-            self.observe("cost_per_success", graded.dollars)
+            breaches += self.observe("cost_per_success", graded.dollars)
             scores["cost_per_success"] = Score(graded.dollars, graded.detail, False)
         if self._tally is None:
             self._tally = CorpusTally()
@@ -316,7 +319,7 @@ class TestRecorder:
             dollars=graded.dollars,
             group=self.group,
         )
-        return scores
+        return scores, breaches
 
     def _declare_corpus_metrics(self) -> None:
         """Declare the corpus metrics the first time an episode is graded."""
@@ -423,15 +426,16 @@ class SessionLedger:
                 self._known_specs.add(name)
         observations = payload.get("observations", ())
         pairs = payload.get("pairs", ())
-        if ctx.recording:
-            from pytest_ldd.registry import CalibrationRecord, ObservationRecord
-
+        if ctx.recording and (observations or pairs):
+            # The lines were built and validated by the test's own recorder (here or in
+            # an xdist worker); they are written as they are, under one lock.
+            store = ctx.registry.store
+            batches = []
             if observations:
-                ctx.calibrator.log_observations(
-                    [ObservationRecord.from_json(o) for o in observations]
-                )
+                batches.append((store.observations_path, observations))
             if pairs:
-                ctx.calibrator.log_many([CalibrationRecord.from_json(p) for p in pairs])
+                batches.append((store.calibrations_path, pairs))
+            store.append_batches(batches)
         for o in observations:
             self._touch(o["metric_name"]).observations += 1
         for p in pairs:

@@ -67,9 +67,16 @@ _BINS: Final = 10_000  # 1 / P95_QUANTUM, as an exact int
 _TIMESTAMP_RE: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 
 
+_LAST_STAMP: list[Any] = [None, ""]
+
+
 def utc_timestamp(when: float | None = None) -> str:
     """``when`` (default: now) as a UTC ``YYYY-MM-DDTHH:MM:SSZ`` string."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+    second = int(time.time() if when is None else when)
+    # Thousands of records share a second in a busy session: format each second once.
+    if _LAST_STAMP[0] != second:
+        _LAST_STAMP[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))]
+    return str(_LAST_STAMP[1])
 
 
 def _is_number(value: object) -> bool:
@@ -1060,6 +1067,53 @@ class Calibrator:
             session_id=session_id,
             nodeid=nodeid,
         )
+
+    def pair_line(
+        self,
+        name: str,
+        predicted: Any,
+        observed: Any,
+        *,
+        session_id: str | None = None,
+        nodeid: str | None = None,
+    ) -> dict[str, Any]:
+        """``make_record(...).to_json()`` without building the record: the plugin's path.
+
+        The values are validated and normalized by the metric exactly as in
+        :meth:`make_record`; only the record's own re-validation is skipped.
+        """
+        metric = self.registry.get(name)
+        return {
+            "metric_name": metric.name,
+            "metric_version": metric.spec.version,
+            "predicted": metric.normalize(predicted, field="predicted"),
+            "observed": metric.normalize(observed, field="observed"),
+            "timestamp": utc_timestamp(),
+            "raw_predicted": _json_raw(predicted),
+            "raw_observed": _json_raw(observed),
+            "session_id": session_id,
+            "nodeid": nodeid,
+        }
+
+    def observation_line(
+        self,
+        name: str,
+        raw: Any,
+        *,
+        session_id: str | None = None,
+        nodeid: str | None = None,
+    ) -> dict[str, Any]:
+        """``make_observation(...).to_json()`` without building the record."""
+        metric = self.registry.get(name)
+        return {
+            "metric_name": metric.name,
+            "metric_version": metric.spec.version,
+            "raw": _json_raw(raw),
+            "normalized": metric.normalize(raw, field="observed"),
+            "timestamp": utc_timestamp(),
+            "session_id": session_id,
+            "nodeid": nodeid,
+        }
 
     def make_observation(
         self,

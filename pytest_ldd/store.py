@@ -4,7 +4,7 @@ Four files live in the folder (see ``docs/store.md``): ``metrics.json`` (specs a
 states, rewritten whole and atomically), and three append-only JSON Lines logs:
 ``metric_calibrations.jsonl``, ``observations.jsonl`` and ``sessions.jsonl``.
 
-Every write holds one exclusive lock (``.ldd/.lock``, taken with ``filelock``),
+Every write holds one exclusive lock (``.ldd/.lock``, taken with ``portalocker``),
 so many writers at once (xdist controllers, two pytest runs, the CLI) never lose
 or tear a line.  Reads never lock and never create anything: a process that only
 reads the store leaves the file system exactly as it found it.
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
 
-from filelock import FileLock, Timeout
+import portalocker
 
 from pytest_ldd.errors import InvalidObservationError, LddWarning, StoreCorruptError
 
@@ -63,11 +63,46 @@ DEFAULT_LOCK_TIMEOUT: Final = 120.0
 
 _CHUNK: Final = 1 << 20
 
-# One FileLock per lock file and process: FileLock counts re-entrant holds per
-# instance (and per thread), but two instances on the same file in one process
-# would block each other.  Sharing the instance makes ``lock()`` re-entrant across
-# every TraceStore of the same folder.
-_LOCKS: dict[str, FileLock] = {}
+
+class _ProcessLock:
+    """The exclusive lock on one lock file, shared by every store of this process.
+
+    An OS file lock belongs to an open file, so two handles on the same file in one
+    process would block each other: one instance per file and process, re-entrant
+    (a depth count) and safe across threads (a thread lock around it).
+    """
+
+    __slots__ = ("_depth", "_file", "_thread")
+
+    def __init__(self, path: str) -> None:
+        self._thread = threading.RLock()
+        self._depth = 0
+        self._file = portalocker.Lock(path, mode="a", check_interval=0.01, fail_when_locked=False)
+
+    def acquire(self, timeout: float) -> None:
+        """Take the lock, waiting at most ``timeout`` seconds (LockException after)."""
+        if not self._thread.acquire(timeout=timeout):
+            msg = "held by another thread of this process"
+            raise portalocker.exceptions.LockException(msg)
+        try:
+            if self._depth == 0:
+                self._file.acquire(timeout=timeout)
+        except BaseException:
+            self._thread.release()
+            raise
+        self._depth += 1
+
+    def release(self) -> None:
+        self._depth -= 1
+        try:
+            if self._depth == 0:
+                self._file.release()
+        finally:
+            self._thread.release()
+
+
+# Keyed by process too: a forked child must not share its parent's open lock file.
+_LOCKS: dict[tuple[int, str], _ProcessLock] = {}
 _LOCKS_GUARD = threading.Lock()
 
 # The literal and number tails a truncated line can end in (see _is_truncated).
@@ -138,12 +173,12 @@ class TraceStore:
     def _ensure_dir(self) -> None:
         self.ldd_dir.mkdir(parents=True, exist_ok=True)
 
-    def _file_lock(self) -> FileLock:
-        key = os.path.abspath(self.lock_path)
+    def _file_lock(self) -> _ProcessLock:
+        key = (os.getpid(), os.path.abspath(self.lock_path))
         with _LOCKS_GUARD:
             lock = _LOCKS.get(key)
             if lock is None:
-                lock = _LOCKS[key] = FileLock(key, timeout=self.lock_timeout)
+                lock = _LOCKS[key] = _ProcessLock(key[1])
             return lock
 
     @contextmanager
@@ -156,8 +191,8 @@ class TraceStore:
         self._ensure_dir()
         lock = self._file_lock()
         try:
-            lock.acquire(timeout=self.lock_timeout)
-        except Timeout:
+            lock.acquire(self.lock_timeout)
+        except portalocker.exceptions.LockException:
             msg = (
                 f"could not lock {self.lock_path} within {self.lock_timeout:g} s: another "
                 f"process holds it (a hung pytest or ldd command?); stop it and retry"
@@ -233,38 +268,25 @@ class TraceStore:
         nothing is written.  A file whose last byte is not a newline (a line torn
         by a crash) first gets a newline, so the new lines start on their own.
         """
-        target = Path(path)
-        lines: list[bytes] = []
-        for index, record in enumerate(records):
-            try:
-                text = json.dumps(
-                    record, separators=(",", ":"), allow_nan=False, ensure_ascii=False
-                )
-            except (TypeError, ValueError) as err:
-                msg = f"record {index} for {target} is not valid JSON ({err}): {record!r}"
-                raise InvalidObservationError(msg) from err
-            if not text.startswith("{"):
-                msg = f"record {index} for {target} must be a JSON object (got {record!r})"
-                raise InvalidObservationError(msg)
-            lines.append(text.encode("utf-8") + b"\n")
+        return self.append_batches([(path, records)], fsync=fsync)[0]
+
+    def append_batches(
+        self,
+        batches: Sequence[tuple[str | os.PathLike[str], Sequence[Mapping[str, Any]]]],
+        *,
+        fsync: bool = False,
+    ) -> list[int]:
+        """Append to several logs under one lock (as :meth:`append` each); the end offsets.
+
+        The plugin flushes a test's observations and pairs this way: one lock per
+        test instead of one per file.
+        """
+        encoded = [(Path(path), _encode_lines(Path(path), records)) for path, records in batches]
+        ends: list[int] = []
         with self.lock():
-            target.parent.mkdir(parents=True, exist_ok=True)
-            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-            fd = os.open(target, flags, 0o644)
-            try:
-                size = os.fstat(fd).st_size
-                if size > 0:
-                    os.lseek(fd, size - 1, os.SEEK_SET)
-                    if os.read(fd, 1) != b"\n":
-                        lines.insert(0, b"\n")
-                if not lines:
-                    return size
-                _write_all(fd, b"".join(lines))
-                if fsync:
-                    os.fsync(fd)
-                return os.fstat(fd).st_size
-            finally:
-                os.close(fd)
+            for target, lines in encoded:
+                ends.append(_append_locked(target, lines, fsync=fsync))
+        return ends
 
     def append_calibrations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
@@ -387,6 +409,42 @@ class TraceStore:
 
 
 # ---------------------------------------------------------------------- helpers
+
+
+def _encode_lines(target: Path, records: Sequence[Mapping[str, Any]]) -> list[bytes]:
+    lines: list[bytes] = []
+    for index, record in enumerate(records):
+        try:
+            text = json.dumps(record, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+        except (TypeError, ValueError) as err:
+            msg = f"record {index} for {target} is not valid JSON ({err}): {record!r}"
+            raise InvalidObservationError(msg) from err
+        if not text.startswith("{"):
+            msg = f"record {index} for {target} must be a JSON object (got {record!r})"
+            raise InvalidObservationError(msg)
+        lines.append(text.encode("utf-8") + b"\n")
+    return lines
+
+
+def _append_locked(target: Path, lines: list[bytes], *, fsync: bool) -> int:
+    """Append encoded lines to ``target`` (the caller holds the lock)."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+    fd = os.open(target, flags, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size > 0:
+            os.lseek(fd, size - 1, os.SEEK_SET)
+            if os.read(fd, 1) != b"\n":
+                lines = [b"\n", *lines]
+        if not lines:
+            return size
+        _write_all(fd, b"".join(lines))
+        if fsync:
+            os.fsync(fd)
+        return os.fstat(fd).st_size
+    finally:
+        os.close(fd)
 
 
 def new_file_mode() -> int:

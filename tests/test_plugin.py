@@ -371,3 +371,27 @@ def test_config_and_marker_declare_the_same_default_scale(pytester: pytest.Pytes
     assert result.ret == 0, result.stdout.str()
     (spec,) = metrics_doc(pytester.path / ".ldd")["specs"]
     assert spec["normalize_scale"] == 100.0
+
+
+def test_observation_and_episode_hooks_fire(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest(
+        """
+        def pytest_ldd_observation(item, observation):
+            print(f"OBS {item.name} {observation.name} {observation.observed}")
+
+        def pytest_ldd_episode(item, episode, gold, scores):
+            print(f"EPISODE {episode.task_id} {scores['task_success'].value}")
+        """
+    )
+    pytester.makepyfile(
+        test_hooks="""
+        from pytest_ldd import Episode
+
+        def test_it():
+            yield Episode("t1", output="a"), "a"
+        """
+    )
+    pytester.makepyfile(test_latency=MARKED_TEST)
+    result = run(pytester, "-s")
+    result.stdout.fnmatch_lines(["*OBS test_latency latency 512*"])
+    result.stdout.fnmatch_lines(["*OBS test_it task_success 1.0*", "*EPISODE t1 1.0*"])

@@ -799,3 +799,21 @@ def test_a_removed_log_is_an_error_naming_the_fix(registry: MetricRegistry) -> N
 def test_verify_of_an_empty_registry(registry: MetricRegistry) -> None:
     assert Calibrator(registry).verify() == []
     assert not registry.store.exists()
+
+
+def test_line_builders_equal_the_records_they_stand_for(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(positive_count("lat", description="request latency", normalize_scale=10))
+    registry.register(bounded_rate("rate", description="share of failing checks"))
+    calibrator = Calibrator(registry)
+    for name, predicted, observed in [("lat", 3, 12.5), ("rate", (1, 4), (2, 4))]:
+        line = calibrator.pair_line(name, predicted, observed, session_id="s", nodeid="t::a")
+        record = calibrator.make_record(name, predicted, observed, session_id="s", nodeid="t::a")
+        assert line == record.to_json()
+        obs = calibrator.observation_line(name, observed, session_id="s", nodeid="t::a")
+        assert (
+            obs
+            == calibrator.make_observation(name, observed, session_id="s", nodeid="t::a").to_json()
+        )
+    with pytest.raises(InvalidObservationError, match="predicted"):
+        calibrator.pair_line("lat", -1, 3)
