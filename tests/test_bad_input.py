@@ -70,7 +70,7 @@ def world(tmp_path: Path) -> World:
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
-    """Every file under the project (the lock file is not data: filelock manages it)."""
+    """Every file under the project (the lock file is not data: the lock library manages it)."""
     return {
         str(p.relative_to(folder)): p.read_bytes()
         for p in sorted(folder.rglob("*"))
