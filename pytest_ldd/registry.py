@@ -640,6 +640,8 @@ class MetricRegistry:
         self.gate = gate if gate is not None else CalibrationGate()
         self._gates: dict[str, CalibrationGate] = dict(gates or {})
         self._entries: dict[str, _Entry] = {}
+        # Taken before reading: a change between the two reads again next time.
+        self._stamp = self.store.metrics_stamp()
         self._entries = self._parse(self.store.read_metrics())
 
     def __repr__(self) -> str:
@@ -826,8 +828,16 @@ class MetricRegistry:
     # ------------------------------------------------------------------ disk
 
     def reload(self) -> None:
-        """Re-read ``metrics.json`` (keeping memory-only specs and newer in-memory figures)."""
+        """Re-read ``metrics.json`` (keeping memory-only specs and newer in-memory figures).
+
+        A file that has not changed since this registry last read or wrote it is
+        not parsed again.
+        """
+        stamp = self.store.metrics_stamp()
+        if stamp is not None and stamp == self._stamp:
+            return
         self._merge(self._parse(self.store.read_metrics()))
+        self._stamp = stamp
 
     def _merge(self, fresh: dict[str, _Entry]) -> None:
         for name, old in self._entries.items():
@@ -952,6 +962,7 @@ class MetricRegistry:
         if self.read_only:
             raise _read_only_error(self.store)
         self.store.write_metrics(self._document())
+        self._stamp = self.store.metrics_stamp()
         for entry in self._entries.values():
             entry.persisted = True
 

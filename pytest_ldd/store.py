@@ -205,6 +205,18 @@ class TraceStore:
 
     # ------------------------------------------------------------------ metrics.json
 
+    def metrics_stamp(self) -> tuple[int, int, int] | None:
+        """``(inode, size, mtime_ns)`` of ``metrics.json``, or None when it is absent.
+
+        Every rewrite replaces the file (a new inode), so an equal stamp means the
+        file is the one read or written before.
+        """
+        try:
+            info = os.stat(self.metrics_path)
+        except FileNotFoundError:
+            return None
+        return (info.st_ino, info.st_size, info.st_mtime_ns)
+
     def read_metrics(self) -> dict[str, Any] | None:
         """The parsed ``metrics.json``, or ``None`` when it does not exist.
 
@@ -232,7 +244,7 @@ class TraceStore:
         """Replace ``metrics.json`` atomically (temp file, fsync, ``os.replace``)."""
         _check_metrics_shape(doc, self.metrics_path)
         try:
-            text = json.dumps(doc, indent=2, allow_nan=False, ensure_ascii=False) + "\n"
+            text = _metrics_text(doc)
         except (TypeError, ValueError) as err:
             msg = f"metrics document for {self.metrics_path} is not valid JSON: {err}"
             raise StoreCorruptError(msg, path=str(self.metrics_path)) from err
@@ -411,11 +423,33 @@ class TraceStore:
 # ---------------------------------------------------------------------- helpers
 
 
+_ENCODE = json.JSONEncoder(allow_nan=False, ensure_ascii=False).encode
+# json.dumps with keywords builds a new encoder per call; a log line is hot.
+_ENCODE_LINE = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
+
+
+def _metrics_text(doc: Mapping[str, Any]) -> str:
+    """``metrics.json`` as text: one spec or state object per line.
+
+    A diff of the committed file shows which metric changed, line by line, and each
+    line is encoded by the C JSON encoder (``indent=`` would force the pure-Python
+    one, which makes every update several times slower).
+    """
+    parts = []
+    for key, value in doc.items():
+        if isinstance(value, list) and value:
+            items = ",\n".join(f"    {_ENCODE(item)}" for item in value)
+            parts.append(f"  {_ENCODE(key)}: [\n{items}\n  ]")
+        else:
+            parts.append(f"  {_ENCODE(key)}: {_ENCODE(value)}")
+    return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
 def _encode_lines(target: Path, records: Sequence[Mapping[str, Any]]) -> list[bytes]:
     lines: list[bytes] = []
     for index, record in enumerate(records):
         try:
-            text = json.dumps(record, separators=(",", ":"), allow_nan=False, ensure_ascii=False)
+            text = _ENCODE_LINE(record)
         except (TypeError, ValueError) as err:
             msg = f"record {index} for {target} is not valid JSON ({err}): {record!r}"
             raise InvalidObservationError(msg) from err
