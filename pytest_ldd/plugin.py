@@ -620,8 +620,10 @@ class LddSession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.ledger is None:
             return
-        payload = getattr(report, "ldd", None)
+        payload = report.__dict__.pop("ldd", None)
         if payload is not None and self.error is None:
+            # Popped: the terminal reporter keeps every report until the session
+            # ends, and a payload it no longer needs is memory that grows with it.
             try:
                 self.ledger.consume(payload)
             except LddError as exc:

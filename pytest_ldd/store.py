@@ -17,6 +17,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -69,15 +70,17 @@ class _ProcessLock:
 
     An OS file lock belongs to an open file, so two handles on the same file in one
     process would block each other: one instance per file and process, re-entrant
-    (a depth count) and safe across threads (a thread lock around it).
+    (a depth count) and safe across threads (a thread lock around it).  The lock
+    file stays open: the plugin takes the lock once per test.
     """
 
-    __slots__ = ("_depth", "_file", "_thread")
+    __slots__ = ("_depth", "_handle", "_path", "_thread")
 
     def __init__(self, path: str) -> None:
+        self._path = path
         self._thread = threading.RLock()
         self._depth = 0
-        self._file = portalocker.Lock(path, mode="a", check_interval=0.01, fail_when_locked=False)
+        self._handle: Any = None
 
     def acquire(self, timeout: float) -> None:
         """Take the lock, waiting at most ``timeout`` seconds (LockException after)."""
@@ -86,20 +89,35 @@ class _ProcessLock:
             raise portalocker.exceptions.LockException(msg)
         try:
             if self._depth == 0:
-                self._file.acquire(timeout=timeout)
+                self._lock_file(timeout)
         except BaseException:
             self._thread.release()
             raise
         self._depth += 1
 
+    def _lock_file(self, timeout: float) -> None:
+        if self._handle is None:
+            self._handle = open(self._path, "a")  # noqa: SIM115 - kept open on purpose
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                portalocker.lock(self._handle, _EXCLUSIVE_NOWAIT)
+                return
+            except portalocker.exceptions.LockException:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.01)
+
     def release(self) -> None:
         self._depth -= 1
         try:
             if self._depth == 0:
-                self._file.release()
+                portalocker.unlock(self._handle)
         finally:
             self._thread.release()
 
+
+_EXCLUSIVE_NOWAIT = portalocker.LOCK_EX | portalocker.LOCK_NB
 
 # Keyed by process too: a forked child must not share its parent's open lock file.
 _LOCKS: dict[tuple[int, str], _ProcessLock] = {}
@@ -293,7 +311,8 @@ class TraceStore:
         The plugin flushes a test's observations and pairs this way: one lock per
         test instead of one per file.
         """
-        encoded = [(Path(path), _encode_lines(Path(path), records)) for path, records in batches]
+        # Paths stay as given (no Path() per call): this runs once per test.
+        encoded = [(path, _encode_lines(path, records)) for path, records in batches]
         ends: list[int] = []
         with self.lock():
             for target, lines in encoded:
@@ -445,7 +464,7 @@ def _metrics_text(doc: Mapping[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def _encode_lines(target: Path, records: Sequence[Mapping[str, Any]]) -> list[bytes]:
+def _encode_lines(target: str | os.PathLike[str], records: Sequence[Mapping[str, Any]]) -> list[bytes]:
     lines: list[bytes] = []
     for index, record in enumerate(records):
         try:
@@ -460,11 +479,14 @@ def _encode_lines(target: Path, records: Sequence[Mapping[str, Any]]) -> list[by
     return lines
 
 
-def _append_locked(target: Path, lines: list[bytes], *, fsync: bool) -> int:
+def _append_locked(target: str | os.PathLike[str], lines: list[bytes], *, fsync: bool) -> int:
     """Append encoded lines to ``target`` (the caller holds the lock)."""
-    target.parent.mkdir(parents=True, exist_ok=True)
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-    fd = os.open(target, flags, 0o644)
+    try:
+        fd = os.open(target, flags, 0o644)
+    except FileNotFoundError:
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(target, flags, 0o644)
     try:
         size = os.fstat(fd).st_size
         if size > 0:

@@ -163,3 +163,28 @@ def test_checker_that_raises_is_an_error_of_that_test(pytester: pytest.Pytester)
     result = run(pytester)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*RuntimeError: checker exploded*"])
+
+
+def test_repeated_tasks_report_pass_hat_k(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_trials="""
+        import pytest
+        from pytest_ldd import Episode
+
+        # t1 succeeds in both trials, t2 in one of two.
+        TRIALS = [("t1", "a"), ("t1", "a"), ("t2", "a"), ("t2", "b")]
+
+        @pytest.mark.metric("task_success", check="output")
+        @pytest.mark.parametrize(("task_id", "output"), TRIALS)
+        def test_trial(task_id, output):
+            yield Episode(task_id, output=output), "a"
+        """
+    )
+    result = run(pytester, "--ldd-report=report.json")
+    assert result.ret == 0
+    corpus = json.loads((pytester.path / "report.json").read_text())["session"]["corpus"]
+    # pass^1 = mean(2/2, 1/2) = 0.75; pass^2 = mean(1, 0) = 0.5.
+    assert corpus["pass_hat_k"] == {"1": pytest.approx(0.75), "2": pytest.approx(0.5)}
+    # pass@2 = mean(1, 1) = 1.
+    assert corpus["pass_at_k"]["2"] == pytest.approx(1.0)
+    result.stdout.fnmatch_lines(["*pass^k: k=1 0.750, k=2 0.500*"])
