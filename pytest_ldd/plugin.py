@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_ldd.errors import LddAdvisoryWarning, LddError
+from pytest_ldd.observation import Observation
 
 if TYPE_CHECKING:
     from pytest_ldd.gates import Bound
@@ -205,8 +206,6 @@ class LddFixture:
     def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
         """Record one raw observed value of ``name``, with an optional raw prediction."""
         __tracebackhide__ = True
-        from pytest_ldd.observation import Observation
-
         problem: str | None = None
         try:
             breaches = self._recorder.observe(name, observed, predicted)
@@ -218,7 +217,8 @@ class LddFixture:
         hook = self._observation_hook
         if hook is not None:
             hook(item=self._item, observation=Observation(name, observed, predicted))
-        _warn_advisory(self._item, breaches)
+        if breaches:
+            _warn_advisory(self._item, breaches)
 
     def episode(self, episode: Any, gold: Any = None) -> dict[str, Any]:
         """Grade an agent episode; its success and dollars become observations.
@@ -227,8 +227,6 @@ class LddFixture:
         test by itself: gates decide.
         """
         __tracebackhide__ = True
-        from pytest_ldd.observation import Observation
-
         problem: str | None = None
         try:
             scores, breaches = self._recorder.episode(episode, gold)
@@ -286,12 +284,12 @@ class LddFixture:
 
     def _take_yielded(self, value: Any) -> None:
         __tracebackhide__ = True
-        from pytest_ldd.agents import Episode
-        from pytest_ldd.observation import Observation
-
-        if isinstance(value, Observation):
+        if type(value) is Observation:
             self.observe(value.name, value.observed, value.predicted)
-        elif isinstance(value, Episode):
+            return
+        from pytest_ldd.agents import Episode
+
+        if isinstance(value, Episode):
             self.episode(value)
         elif isinstance(value, tuple) and len(value) == 2 and isinstance(value[0], Episode):
             self.episode(value[0], value[1])

@@ -464,7 +464,9 @@ def _metrics_text(doc: Mapping[str, Any]) -> str:
     return "{\n" + ",\n".join(parts) + "\n}\n"
 
 
-def _encode_lines(target: str | os.PathLike[str], records: Sequence[Mapping[str, Any]]) -> list[bytes]:
+def _encode_lines(
+    target: str | os.PathLike[str], records: Sequence[Mapping[str, Any]]
+) -> list[bytes]:
     lines: list[bytes] = []
     for index, record in enumerate(records):
         try:
