@@ -1354,6 +1354,13 @@ class Calibrator:
             results.append((name, before, entry.state))
         return results
 
+    def _fingerprint(self) -> list[tuple[str, Cursor, int, MetricState, bool]]:
+        """What a write of ``metrics.json`` would record, in a cheaply comparable form."""
+        return [
+            (name, e.acc.cursor, e.acc.n, e.state, e.persisted)
+            for name, e in self.registry._entries.items()
+        ]
+
     def update(
         self,
         names: Iterable[str] | None = None,
@@ -1380,10 +1387,14 @@ class Calibrator:
             if wanted is not None:
                 for name in wanted:
                     registry._entry(name)
+            before = self._fingerprint()
             results = self._plan(wanted)
             if history:
                 registry._apply_history(history, history_window)
-            registry._write_locked()
+            # Nothing appended, nothing moved, nothing new: the file on disk already
+            # says all of it, and rewriting it (with an fsync) is pure cost.
+            if history or self._fingerprint() != before:
+                registry._write_locked()
         return [(name, b, a) for name, b, a in results if b.state != a.state]
 
     def can_promote(self, name: str) -> bool:
