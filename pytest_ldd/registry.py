@@ -14,9 +14,12 @@ reads only the lines appended since; a full recompute (``Calibrator.recompute``,
 
 from __future__ import annotations
 
+import base64
 import math
 import re
+import sys
 import time
+from array import array
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -548,7 +551,7 @@ class _Accumulator:
             "n": self.n,
             "sum_abs_error": self.sum_abs,
             "worst_error": self.worst,
-            "histogram": {str(q): self.histogram[q] for q in sorted(self.histogram)},
+            "histogram": _pack_histogram(self.histogram),
             "recent_errors": list(self.recent),
             "recent_keep": self.keep,
         }
@@ -571,7 +574,7 @@ class _Accumulator:
                 n=data["n"],
                 sum_abs=float(data["sum_abs_error"]),
                 worst=None if data["worst_error"] is None else float(data["worst_error"]),
-                histogram={int(q): c for q, c in data["histogram"].items()},
+                histogram=_unpack_histogram(data["histogram"]),
                 recent=deque(float(e) for e in data["recent_errors"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
@@ -588,6 +591,47 @@ class _Accumulator:
         ):
             raise bad("has inconsistent counts", data)
         return acc
+
+
+def _packed(values: array[int]) -> str:
+    if sys.byteorder == "big":  # the stored form is little-endian everywhere
+        values = array(values.typecode, values)
+        values.byteswap()
+    return base64.b64encode(values.tobytes()).decode("ascii")
+
+
+def _unpacked(typecode: str, text: str) -> array[int]:
+    values = array(typecode)
+    values.frombytes(base64.b64decode(text.encode("ascii"), validate=True))
+    if sys.byteorder == "big":
+        values.byteswap()
+    return values
+
+
+def _pack_histogram(histogram: Mapping[int, int]) -> dict[str, str]:
+    """The error histogram as two base64 arrays: bins (uint16) and counts (uint32).
+
+    A JSON object of ``"bin": count`` costs a string and a number per bin to write
+    and read back; the packed form costs a few C calls whatever the bin count, so
+    opening and updating the registry stays flat as bins fill up with history.
+    """
+    bins = sorted(histogram)
+    return {
+        "bins": _packed(array("H", bins)),
+        "counts": _packed(array("I", [histogram[q] for q in bins])),
+    }
+
+
+def _unpack_histogram(data: Any) -> dict[int, int]:
+    """Read :func:`_pack_histogram`'s form (or the plain ``{"bin": count}`` object)."""
+    if isinstance(data, Mapping) and set(data) == {"bins", "counts"}:
+        bins = _unpacked("H", data["bins"])
+        counts = _unpacked("I", data["counts"])
+        if len(bins) != len(counts) or len(set(bins)) != len(bins):
+            msg = f"histogram has {len(bins)} bins for {len(counts)} counts"
+            raise ValueError(msg)
+        return dict(zip(bins, counts, strict=True))
+    return {int(q): c for q, c in data.items()}
 
 
 # --------------------------------------------------------------------------- registry

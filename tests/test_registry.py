@@ -817,3 +817,15 @@ def test_line_builders_equal_the_records_they_stand_for(tmp_path: Path) -> None:
         )
     with pytest.raises(InvalidObservationError, match="predicted"):
         calibrator.pair_line("lat", -1, 3)
+
+
+def test_histogram_is_packed_and_the_plain_form_still_reads(tmp_path: Path) -> None:
+    from pytest_ldd.registry import _pack_histogram, _unpack_histogram
+
+    histogram = {0: 2, 1500: 7, 10000: 1}
+    packed = _pack_histogram(histogram)
+    assert set(packed) == {"bins", "counts"}
+    assert _unpack_histogram(packed) == histogram
+    assert _unpack_histogram({"0": 2, "1500": 7, "10000": 1}) == histogram
+    with pytest.raises(ValueError, match="bins"):
+        _unpack_histogram({"bins": packed["bins"], "counts": _pack_histogram({1: 1})["counts"]})
