@@ -138,6 +138,27 @@ def test_xdist_records_the_same_data_as_a_serial_run(
     assert serial_states[0]["state"] == "load_bearing"
 
 
+def test_four_workers_record_each_pair_once(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    pytester.makepyfile(
+        test_many="""
+        import pytest
+        from pytest_ldd import Observation
+
+        @pytest.mark.metric("score", kind="bounded", description="share of cases solved")
+        @pytest.mark.parametrize("case", range(12))
+        def test_case(case):
+            yield Observation("score", case / 20, predicted=case / 20)
+        """
+    )
+    serial_dir, xdist_dir = tmp_path / "serial", tmp_path / "xdist"
+    assert run(pytester, "--ldd", f"--ldd-dir={serial_dir}").ret == 0
+    assert run(pytester, "--ldd", f"--ldd-dir={xdist_dir}", "-n", "4").ret == 0
+    for name in ("metric_calibrations.jsonl", "observations.jsonl"):
+        serial = strip_volatile(read_jsonl(serial_dir / name))
+        assert serial == strip_volatile(read_jsonl(xdist_dir / name))
+        assert len(serial) == 12
+
+
 def test_xdist_gates_fail_on_every_worker(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_latency=MARKED_TEST.replace("def test_latency", "def test_a"))
     pytester.makepyfile(test_other=MARKED_TEST.replace("def test_latency", "def test_b"))
