@@ -7,7 +7,7 @@ elsewhere, by the metric's state at session start.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, final
 
@@ -76,9 +76,3 @@ def format_value(value: float) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.6g}"
-
-
-def describe(bounds: Iterable[Bound]) -> str:
-    """``"le 500, ge 0"`` for a summary cell; ``"-"`` when there are none."""
-    text = ", ".join(str(b) for b in bounds)
-    return text or "-"

@@ -511,10 +511,12 @@ class LddSession:
                 bounds[name] = bounds.get(name, ()) + found
             predictor = mark.kwargs.get("predictor")
             if predictor is not None:
-                if predictor != "history_mean":
+                from pytest_ldd.config import PREDICTORS
+
+                if predictor not in PREDICTORS:
                     raise pytest.UsageError(
                         f"{item.nodeid}: keyword 'predictor' of @pytest.mark.metric({name!r}) "
-                        f"must be 'history_mean' (got {predictor!r})"
+                        f"must be {' or '.join(map(repr, PREDICTORS))} (got {predictor!r})"
                     )
                 predictors[name] = predictor
             if mark.kwargs.get("check") is not None and (check is None or name == "task_success"):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
+from pytest_ldd.errors import UnknownMetricError
 from pytest_ldd.estimator import MeanHistoryEstimator
 from pytest_ldd.gates import Bound, format_value
 
@@ -45,8 +45,6 @@ SESSION_KEY = "<session>"
 
 #: Corpus metrics the agents integration observes per episode and aggregates per session.
 CORPUS_METRICS = ("task_success", "cost_per_success")
-
-PREDICTORS = ("history_mean",)
 
 #: How an infinite cost-of-pass is remembered in the predictor history.
 HUGE_COST = 1e12
@@ -647,10 +645,3 @@ def corpus_section(summary: Mapping[str, Any]) -> dict[str, Any]:
         group: _corpus_row(figures) for group, figures in summary["groups"].items()
     }
     return section
-
-
-def check_observation_type(value: Any) -> None:
-    """Reject what can never be an observation before anything else looks at it."""
-    if isinstance(value, bool) or value is None:
-        msg = f"an observed value must be a number (got {value!r})"
-        raise InvalidObservationError(msg)
