@@ -379,16 +379,10 @@ class LddSession:
         option_dir = config.getoption("ldd_dir")
         if option_dir:
             ldd_dir = Path(config.invocation_params.dir, option_dir)
-        elif ldd_config.dir:
-            ldd_dir = rootpath / ldd_config.dir
         else:
-            ldd_dir = rootpath / ".ldd"
+            ldd_dir = ldd_config.ldd_dir or rootpath / ".ldd"
         store = TraceStore(rootpath, ldd_dir=ldd_dir)
-        gates = {
-            name: metric.calibration
-            for name, metric in ldd_config.metrics.items()
-            if metric.calibration is not None
-        }
+        gates = ldd_config.metric_gates()
         # Workers never write: the controller owns the .ldd folder.
         read_only = not self.recording or self.is_worker
         registry = MetricRegistry(

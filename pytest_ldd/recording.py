@@ -146,12 +146,11 @@ class RunContext:
 
     def prices(self) -> Any:
         """The ``[tool.ldd.agents] prices`` catalog, loaded once (None when unset)."""
-        if self._prices is None and self.config.agents.prices:
+        path = self.config.prices_path
+        if self._prices is None and path is not None:
             from pytest_ldd.agents import load_prices
 
-            source = Path(self.config.agents.prices)
-            base = self.config.source.parent if self.config.source is not None else self.base_dir
-            self._prices = load_prices(base / source if base is not None else source)
+            self._prices = load_prices(path)
         return self._prices
 
     def history_window(self, name: str) -> int:

@@ -108,6 +108,13 @@ class _ProcessLock:
                     raise
                 time.sleep(0.01)
 
+    def __del__(self) -> None:
+        # The handle is kept open for the life of the lock object; close it with it
+        # (a module reloaded by a test runner drops its locks).
+        handle = getattr(self, "_handle", None)
+        if handle is not None:
+            handle.close()
+
     def release(self) -> None:
         self._depth -= 1
         try:

@@ -416,3 +416,13 @@ def test_observation_and_episode_hooks_fire(pytester: pytest.Pytester) -> None:
     result = run(pytester, "-s")
     result.stdout.fnmatch_lines(["*OBS test_latency latency 512*"])
     result.stdout.fnmatch_lines(["*OBS test_it task_success 1.0*", "*EPISODE t1 1.0*"])
+
+
+def test_the_store_folder_comes_from_the_option_or_the_config(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml('[tool.ldd]\ndir = "quality/ldd"\n')
+    pytester.makepyfile(test_latency=MARKED_TEST)
+    assert run(pytester, "--ldd").ret == 0
+    assert (pytester.path / "quality" / "ldd" / "metrics.json").exists()
+    assert not (pytester.path / ".ldd").exists()
+    assert run(pytester, "--ldd", "--ldd-dir=elsewhere").ret == 0
+    assert len(read_jsonl(pytester.path / "elsewhere" / "observations.jsonl")) == 1
