@@ -188,10 +188,11 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 class LddFixture:
     """The ``ldd`` fixture: record observations and episodes, scope gates."""
 
-    __slots__ = ("_item", "_observation_hook")
+    __slots__ = ("_item", "_observation_hook", "_test_recorder")
 
     def __init__(self, item: pytest.Item) -> None:
         self._item = item
+        self._test_recorder: TestRecorder | None = None
         # item.ihook looks up the item's conftest files on every access: only when
         # someone implements the hook at all, and then once per test.
         everywhere = item.config.hook.pytest_ldd_observation
@@ -201,7 +202,10 @@ class LddFixture:
 
     @property
     def _recorder(self) -> TestRecorder:
-        return _recorder_for(self._item)
+        recorder = self._test_recorder
+        if recorder is None:
+            recorder = self._test_recorder = _recorder_for(self._item)
+        return recorder
 
     def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
         """Record one raw observed value of ``name``, with an optional raw prediction."""
@@ -433,6 +437,7 @@ class LddSession:
             config_bounds=config_bounds,
             config_predictors=config_predictors,
             base_dir=rootpath,
+            ship_specs=self.is_worker,
         )
         if not self.is_worker:
             self.ledger = SessionLedger(self.ctx)

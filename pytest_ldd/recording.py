@@ -27,6 +27,7 @@ from pytest_ldd.gates import Bound, format_value
 if TYPE_CHECKING:
     from pytest_ldd.agents.corpus import CorpusTally
     from pytest_ldd.config import LddConfig
+    from pytest_ldd.metric import MetricSpec
     from pytest_ldd.registry import Calibrator, MetricRegistry, MetricState
 
 __all__ = [
@@ -124,6 +125,8 @@ class RunContext:
     config_predictors: dict[str, str] = field(default_factory=dict)
     #: The folder relative ``hidden_tests:PATH`` checkers and price files resolve against.
     base_dir: Path | None = None
+    #: Whether payloads carry metric specs (xdist workers: the controller registers them).
+    ship_specs: bool = False
     _prices: Any = None
 
     def is_load_bearing(self, name: str) -> bool:
@@ -221,9 +224,7 @@ class TestRecorder:
                 name, predicted, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
             )
         # Everything validated: only now does anything count.
-        if name not in self._sent_specs:
-            self._specs[name] = metric.spec.to_json()
-            self._sent_specs.add(name)
+        self._ship_spec(name, metric.spec)
         self._observations.append(obs)
         if pair is not None:
             self._pairs.append(pair)
@@ -231,6 +232,13 @@ class TestRecorder:
             self._history_for(name).append(raw_value)
             self._history_out.append([name, self.nodeid, raw_value])
         return self._check_gates(name, raw_value, metric.spec.unit)
+
+    def _ship_spec(self, name: str, spec: MetricSpec) -> None:
+        # Only an xdist worker's payloads must carry specs: in a serial run the ledger
+        # shares this registry and knows every metric already.
+        if self.ctx.ship_specs and name not in self._sent_specs:
+            self._specs[name] = spec.to_json()
+            self._sent_specs.add(name)
 
     def _history_for(self, name: str) -> list[float]:
         if name not in self._history:
@@ -274,9 +282,7 @@ class TestRecorder:
         breach = Breach(name, None, "assertion", enforced, message, self.nodeid, detail)
         self._breaches.append(breach)
         metric = self.ctx.registry.get(name)
-        if name not in self._sent_specs:
-            self._specs[name] = metric.spec.to_json()
-            self._sent_specs.add(name)
+        self._ship_spec(name, metric.spec)
         return breach
 
     # -- episodes ----------------------------------------------------------------

@@ -185,6 +185,7 @@ class TraceStore:
         self.sessions_path: Path = folder / SESSIONS_FILE
         self.lock_path: Path = folder / LOCK_FILE
         self.lock_timeout = lock_timeout
+        self._lock_cache: tuple[int, _ProcessLock] | None = None
 
     def __repr__(self) -> str:
         return f"TraceStore({str(self.ldd_dir)!r})"
@@ -213,8 +214,13 @@ class TraceStore:
         Creates the folder: only writers lock.  Waiting longer than
         ``lock_timeout`` seconds raises :class:`StoreCorruptError`.
         """
-        self._ensure_dir()
-        lock = self._file_lock()
+        pid = os.getpid()
+        cached = self._lock_cache
+        if cached is None or cached[0] != pid:
+            # Once per store and process: the folder, the path, the shared lock.
+            self._ensure_dir()
+            cached = self._lock_cache = (pid, self._file_lock())
+        lock = cached[1]
         try:
             lock.acquire(self.lock_timeout)
         except portalocker.exceptions.LockException:
