@@ -819,13 +819,27 @@ def test_line_builders_equal_the_records_they_stand_for(tmp_path: Path) -> None:
         calibrator.pair_line("lat", -1, 3)
 
 
-def test_histogram_is_packed_and_the_plain_form_still_reads(tmp_path: Path) -> None:
-    from pytest_ldd.registry import _pack_histogram, _unpack_histogram
+def test_histogram_is_dense_and_older_forms_still_read(tmp_path: Path) -> None:
+    import base64
+    from array import array
 
-    histogram = {0: 2, 1500: 7, 10000: 1}
+    from pytest_ldd.registry import _empty_histogram, _pack_histogram, _unpack_histogram
+
+    histogram = _empty_histogram()
+    for q, count in {0: 2, 1500: 7, 10000: 1}.items():
+        histogram[q] = count
     packed = _pack_histogram(histogram)
-    assert set(packed) == {"bins", "counts"}
+    assert set(packed) == {"dense"}
+    # Constant size whatever the counts: mostly zeros, compressed.
+    assert len(packed["dense"]) < 400
     assert _unpack_histogram(packed) == histogram
     assert _unpack_histogram({"0": 2, "1500": 7, "10000": 1}) == histogram
-    with pytest.raises(ValueError, match="bins"):
-        _unpack_histogram({"bins": packed["bins"], "counts": _pack_histogram({1: 1})["counts"]})
+    sparse = {
+        "bins": base64.b64encode(array("H", [0, 1500, 10000]).tobytes()).decode(),
+        "counts": base64.b64encode(array("I", [2, 7, 1]).tobytes()).decode(),
+    }
+    assert _unpack_histogram(sparse) == histogram
+    with pytest.raises(ValueError, match="count"):
+        _unpack_histogram({"12": 0})
+    with pytest.raises(ValueError, match="bytes"):
+        _unpack_histogram({"dense": _pack_histogram(array("I", [1, 2]))["dense"]})
