@@ -96,17 +96,34 @@ class _ProcessLock:
         self._depth += 1
 
     def _lock_file(self, timeout: float) -> None:
-        if self._handle is None:
-            self._handle = open(self._path, "a")  # noqa: SIM115 - kept open on purpose
         deadline = time.monotonic() + timeout
         while True:
+            if self._handle is None:
+                Path(self._path).parent.mkdir(parents=True, exist_ok=True)
+                self._handle = open(self._path, "a")  # noqa: SIM115 - kept open on purpose
             try:
                 portalocker.lock(self._handle, _EXCLUSIVE_NOWAIT)
-                return
             except portalocker.exceptions.LockException:
                 if time.monotonic() >= deadline:
                     raise
                 time.sleep(0.01)
+                continue
+            if self._is_current():
+                return
+            # The lock file was removed or replaced (say, the .ldd folder was deleted)
+            # while we kept it open: a lock on the old file excludes nobody.
+            portalocker.unlock(self._handle)
+            self._handle.close()
+            self._handle = None
+
+    def _is_current(self) -> bool:
+        """Whether the open handle is still the file at the lock path."""
+        try:
+            on_disk = os.stat(self._path)
+        except FileNotFoundError:
+            return False
+        held = os.fstat(self._handle.fileno())
+        return (on_disk.st_ino, on_disk.st_dev) == (held.st_ino, held.st_dev)
 
     def __del__(self) -> None:
         # The handle is kept open for the life of the lock object; close it with it

@@ -355,3 +355,20 @@ def test_metrics_json_is_as_readable_as_a_plain_file(tmp_path: Path) -> None:
     plain = tmp_path / "plain.txt"
     plain.write_text("x")
     assert store.metrics_path.stat().st_mode & 0o777 == plain.stat().st_mode & 0o777
+
+
+def test_a_deleted_store_folder_is_locked_afresh(tmp_path: Path) -> None:
+    import shutil
+
+    store = TraceStore(tmp_path)
+    store.append_sessions([{"id": "first"}])
+    shutil.rmtree(store.ldd_dir)
+    # Another writer recreates the folder and takes the (new) lock file.
+    other = TraceStore(tmp_path)
+    other.append_sessions([{"id": "second"}])
+    store.append_sessions([{"id": "third"}])
+    held = os.stat(store.lock_path).st_ino
+    lock = store._file_lock()
+    assert lock._handle is not None
+    assert os.fstat(lock._handle.fileno()).st_ino == held
+    assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second", "third"]
