@@ -652,8 +652,11 @@ class LddSession:
                 self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
             self.document = ledger.document()
             if self.recording:
-                self.ctx.registry.store.append_sessions([self.document], fsync=True)
-                self.ctx.registry.store.sync()
+                try:
+                    self.ctx.registry.store.append_sessions([self.document], fsync=True)
+                    self.ctx.registry.store.sync()
+                except LddError as exc:
+                    raise pytest.UsageError(f"pytest-ldd: {exc}") from None
             if ledger.corpus_failures:
                 session.testsfailed += 1
         return result

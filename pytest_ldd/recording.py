@@ -12,6 +12,7 @@ and xdist, so both record exactly the same data.
 
 from __future__ import annotations
 
+import json
 import math
 import secrets
 import time
@@ -412,7 +413,7 @@ class SessionLedger:
         self.observations = 0
         self.pairs = 0
         self._tally: CorpusTally | None = None
-        self._known_specs: set[str] = set(ctx.registry.names())
+        self._known_specs: set[str] = set()
         self.state_changes: list[tuple[str, MetricState | None, MetricState]] = []
         self.corpus: dict[str, Any] = {}
         self.corpus_failures: list[str] = []
@@ -421,12 +422,14 @@ class SessionLedger:
         """Write one payload (recording) and count it; called once per payload."""
         ctx = self.ctx
         for spec_json in payload.get("specs", ()):
-            name = spec_json["name"]
-            if name not in self._known_specs:
+            # Keyed by the whole spec: a worker may declare a higher version of a
+            # metric the controller already knows (a version bump on a marker).
+            key = json.dumps(spec_json, sort_keys=True)
+            if key not in self._known_specs:
                 from pytest_ldd.metric import MetricSpec
 
                 ctx.registry.register(MetricSpec.from_json(spec_json, source="test report"))
-                self._known_specs.add(name)
+                self._known_specs.add(key)
         observations = payload.get("observations", ())
         pairs = payload.get("pairs", ())
         if ctx.recording and (observations or pairs):

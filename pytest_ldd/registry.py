@@ -280,15 +280,26 @@ class MetricState:
 
 
 def _json_raw(value: Any) -> Any:
-    """A raw value as JSON can hold it: pairs become lists, infinities strings."""
-    if isinstance(value, (tuple, list)):
-        return [_json_raw(item) for item in value]
-    if isinstance(value, float):
+    """A raw value as JSON can hold it: pairs become lists, infinities strings.
+
+    Always plain built-in types (a ``numpy.float64`` becomes a ``float``): lines
+    also travel between processes (xdist), whose serializer takes nothing else.
+    """
+    kind = type(value)
+    if kind is float:
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
         return value
-    if isinstance(value, (int, str)) or value is None:
+    if kind is int or kind is str or value is None:
         return value
+    if isinstance(value, (tuple, list)):
+        return [_json_raw(item) for item in value]
+    if isinstance(value, bool):
+        return bool(value)
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, str):
+        return str(value)
     if isinstance(value, Real):
         return _json_raw(float(value))
     return value
@@ -631,8 +642,15 @@ def _unpack_histogram(data: Any) -> array[int]:
     """
     histogram = _empty_histogram()
     if isinstance(data, Mapping) and set(data) == {"dense"}:
-        raw = zlib.decompress(base64.b64decode(str(data["dense"]).encode("ascii"), validate=True))
-        if len(raw) != 4 * (_BINS + 1):
+        size = 4 * (_BINS + 1)
+        packed = base64.b64decode(str(data["dense"]).encode("ascii"), validate=True)
+        try:
+            # Bounded: a hostile file cannot inflate past one histogram.
+            raw = zlib.decompressobj().decompress(packed, size + 1)
+        except zlib.error as err:
+            msg = f"dense histogram does not decompress ({err})"
+            raise ValueError(msg) from None
+        if len(raw) != size:
             msg = f"dense histogram holds {len(raw)} bytes (expected {4 * (_BINS + 1)})"
             raise ValueError(msg)
         histogram = array("I")
@@ -707,9 +725,9 @@ class MetricRegistry:
         self.gate = gate if gate is not None else CalibrationGate()
         self._gates: dict[str, CalibrationGate] = dict(gates or {})
         self._entries: dict[str, _Entry] = {}
-        # Taken before reading: a change between the two reads again next time.
-        self._stamp = self.store.metrics_stamp()
-        self._entries = self._parse(self.store.read_metrics())
+        # The bytes last read or written: reload() parses again only when they differ.
+        self._seen = self.store.read_metrics_bytes()
+        self._entries = self._parse(self._decode(self._seen))
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -897,14 +915,17 @@ class MetricRegistry:
     def reload(self) -> None:
         """Re-read ``metrics.json`` (keeping memory-only specs and newer in-memory figures).
 
-        A file that has not changed since this registry last read or wrote it is
-        not parsed again.
+        A file whose bytes are those this registry last read or wrote is not parsed
+        again (bytes, not timestamps: coarse file-system clocks cannot fool it).
         """
-        stamp = self.store.metrics_stamp()
-        if stamp is not None and stamp == self._stamp:
+        raw = self.store.read_metrics_bytes()
+        if raw is not None and raw == self._seen:
             return
-        self._merge(self._parse(self.store.read_metrics()))
-        self._stamp = stamp
+        self._merge(self._parse(self._decode(raw)))
+        self._seen = raw
+
+    def _decode(self, raw: bytes | None) -> dict[str, Any] | None:
+        return None if raw is None else self.store.parse_metrics(raw)
 
     def _merge(self, fresh: dict[str, _Entry]) -> None:
         for name, old in self._entries.items():
@@ -1028,8 +1049,7 @@ class MetricRegistry:
     def _write_locked(self) -> None:
         if self.read_only:
             raise _read_only_error(self.store)
-        self.store.write_metrics(self._document())
-        self._stamp = self.store.metrics_stamp()
+        self._seen = self.store.write_metrics(self._document())
         for entry in self._entries.values():
             entry.persisted = True
 
@@ -1460,7 +1480,8 @@ class Calibrator:
                 registry._apply_history(history, history_window)
             # Nothing appended, nothing moved, nothing new: the file on disk already
             # says all of it, and rewriting it (with an fsync) is pure cost.
-            if history or self._fingerprint() != before:
+            unsaved = any(not e.persisted for e in registry._entries.values())
+            if history or unsaved or self._fingerprint() != before:
                 registry._write_locked()
         return [(name, b, a) for name, b, a in results if b.state != a.state]
 

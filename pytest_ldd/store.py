@@ -239,7 +239,8 @@ class TraceStore:
             cached = self._lock_cache = (pid, self._file_lock())
         lock = cached[1]
         try:
-            lock.acquire(self.lock_timeout)
+            with _os_errors(self.lock_path, "lock"):
+                lock.acquire(self.lock_timeout)
         except portalocker.exceptions.LockException:
             msg = (
                 f"could not lock {self.lock_path} within {self.lock_timeout:g} s: another "
@@ -253,18 +254,6 @@ class TraceStore:
 
     # ------------------------------------------------------------------ metrics.json
 
-    def metrics_stamp(self) -> tuple[int, int, int] | None:
-        """``(inode, size, mtime_ns)`` of ``metrics.json``, or None when it is absent.
-
-        Every rewrite replaces the file (a new inode), so an equal stamp means the
-        file is the one read or written before.
-        """
-        try:
-            info = os.stat(self.metrics_path)
-        except FileNotFoundError:
-            return None
-        return (info.st_ino, info.st_size, info.st_mtime_ns)
-
     def read_metrics(self) -> dict[str, Any] | None:
         """The parsed ``metrics.json``, or ``None`` when it does not exist.
 
@@ -272,14 +261,23 @@ class TraceStore:
         ``schema_version`` 1, a ``specs`` list and a ``promotions`` list, raises
         :class:`StoreCorruptError` naming it; the file is never touched.
         """
+        data = self.read_metrics_bytes()
+        return None if data is None else self.parse_metrics(data)
+
+    def read_metrics_bytes(self) -> bytes | None:
+        """The bytes of ``metrics.json``, or ``None`` when it does not exist."""
         path = self.metrics_path
         try:
-            data = path.read_bytes()
+            return path.read_bytes()
         except FileNotFoundError:
             return None
         except OSError as err:
             msg = f"cannot read {path}: {err.strerror or err}"
             raise StoreCorruptError(msg, path=str(path)) from err
+
+    def parse_metrics(self, data: bytes) -> dict[str, Any]:
+        """Parse and check the bytes of ``metrics.json`` (see :meth:`read_metrics`)."""
+        path = self.metrics_path
         try:
             doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
         except (UnicodeDecodeError, ValueError) as err:
@@ -288,8 +286,11 @@ class TraceStore:
         _check_metrics_shape(doc, path)
         return doc  # type: ignore[no-any-return]
 
-    def write_metrics(self, doc: Mapping[str, Any]) -> None:
-        """Replace ``metrics.json`` atomically (temp file, fsync, ``os.replace``)."""
+    def write_metrics(self, doc: Mapping[str, Any]) -> bytes:
+        """Replace ``metrics.json`` atomically (temp file, fsync, ``os.replace``).
+
+        Returns the bytes written.
+        """
         _check_metrics_shape(doc, self.metrics_path)
         try:
             text = _metrics_text(doc)
@@ -297,7 +298,7 @@ class TraceStore:
             msg = f"metrics document for {self.metrics_path} is not valid JSON: {err}"
             raise StoreCorruptError(msg, path=str(self.metrics_path)) from err
         payload = text.encode("utf-8")
-        with self.lock():
+        with self.lock(), _os_errors(self.metrics_path, "write"):
             fd, tmp = tempfile.mkstemp(prefix=".metrics.", suffix=".tmp", dir=str(self.ldd_dir))
             try:
                 os.chmod(tmp, new_file_mode())
@@ -311,6 +312,7 @@ class TraceStore:
                     os.unlink(tmp)
                 raise
             _fsync_dir(self.ldd_dir)
+        return payload
 
     # ------------------------------------------------------------------ JSONL logs
 
@@ -346,7 +348,8 @@ class TraceStore:
         ends: list[int] = []
         with self.lock():
             for target, lines in encoded:
-                ends.append(_append_locked(target, lines, fsync=fsync))
+                with _os_errors(target, "append to"):
+                    ends.append(_append_locked(target, lines, fsync=fsync))
         return ends
 
     def append_calibrations(
@@ -460,7 +463,7 @@ class TraceStore:
         """fsync the JSONL logs that exist (session end: nothing finished is lost)."""
         for path in (self.calibrations_path, self.observations_path, self.sessions_path):
             try:
-                fd = os.open(path, os.O_RDWR | getattr(os, "O_BINARY", 0))
+                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
             except FileNotFoundError:
                 continue
             try:
@@ -492,6 +495,16 @@ def _metrics_text(doc: Mapping[str, Any]) -> str:
         else:
             parts.append(f"  {_ENCODE(key)}: {_ENCODE(value)}")
     return "{\n" + ",\n".join(parts) + "\n}\n"
+
+
+@contextmanager
+def _os_errors(path: str | os.PathLike[str], action: str) -> Iterator[None]:
+    """An operating-system failure (disk full, permissions) as a clear store error."""
+    try:
+        yield
+    except OSError as err:
+        msg = f"cannot {action} {path}: {err.strerror or err}"
+        raise StoreCorruptError(msg, path=str(path)) from err
 
 
 def _encode_lines(

@@ -426,3 +426,37 @@ def test_the_store_folder_comes_from_the_option_or_the_config(pytester: pytest.P
     assert not (pytester.path / ".ldd").exists()
     assert run(pytester, "--ldd", "--ldd-dir=elsewhere").ret == 0
     assert len(read_jsonl(pytester.path / "elsewhere" / "observations.jsonl")) == 1
+
+
+def test_float_subclasses_travel_through_xdist(pytester: pytest.Pytester) -> None:
+    # numpy.float64 is a float subclass; xdist's serializer takes plain types only.
+    pytester.makepyfile(
+        test_sub="""
+        import pytest
+
+        class Seconds(float):
+            pass
+
+        @pytest.mark.metric("lat", kind="positive", description="request latency")
+        def test_it(ldd):
+            ldd.observe("lat", Seconds(3.0), predicted=Seconds(2.0))
+        """
+    )
+    result = run(pytester, "--ldd", "-n", "2")
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=1)
+    (pair,) = read_jsonl(pytester.path / ".ldd" / "metric_calibrations.jsonl")
+    assert (pair["raw_predicted"], pair["raw_observed"]) == (2.0, 3.0)
+
+
+def test_a_version_bump_under_xdist_is_registered_like_a_serial_one(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(test_latency=MARKED_TEST)
+    assert run(pytester, "--ldd").ret == 0
+    pytester.makepyfile(test_latency=MARKED_TEST.replace("le=500,", "le=500, version=2,"))
+    assert run(pytester, "--ldd", "-n", "2").ret == 0
+    (spec,) = metrics_doc(pytester.path / ".ldd")["specs"]
+    assert spec["version"] == 2
+    (state,) = metrics_doc(pytester.path / ".ldd")["promotions"]
+    assert (state["version"], state["n_calibration_samples"]) == (2, 1)

@@ -196,3 +196,26 @@ def test_an_invalid_observation_is_reported_once(pytester: pytest.Pytester) -> N
     result = run(pytester)
     result.assert_outcomes(failed=1)
     assert "During handling of the above exception" not in result.stdout.str()
+
+
+def test_corrupt_histogram_in_the_store_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_it=TEST_TEMPLATE.format(marker='"score", kind="bounded", description="share solved"')
+    )
+    pytester.makepyfile(
+        test_pairs="""
+        from pytest_ldd import Observation
+
+        def test_pair():
+            yield Observation("score", 0.5, predicted=0.5)
+        """
+    )
+    assert run(pytester, "--ldd").ret == 0
+    metrics = pytester.path / ".ldd" / "metrics.json"
+    text = metrics.read_text()
+    assert '"dense"' in text
+    start = text.index('"dense": "') + len('"dense": "')
+    metrics.write_text(text[:start] + "AAAA" + text[text.index('"', start) :])
+    before = snapshot(pytester.path / ".ldd")
+    check_usage_error(run(pytester), "metrics.json")
+    assert snapshot(pytester.path / ".ldd") == before
