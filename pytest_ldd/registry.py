@@ -1153,18 +1153,8 @@ class Calibrator:
         nodeid: str | None = None,
     ) -> CalibrationRecord:
         """Validate and normalize a raw pair; no disk access, no lock."""
-        metric = self.registry.get(name)
-        return CalibrationRecord(
-            metric_name=metric.name,
-            metric_version=metric.spec.version,
-            predicted=metric.normalize(predicted, field="predicted"),
-            observed=metric.normalize(observed, field="observed"),
-            timestamp=utc_timestamp(),
-            raw_predicted=_json_raw(predicted),
-            raw_observed=_json_raw(observed),
-            session_id=session_id,
-            nodeid=nodeid,
-        )
+        line = self.pair_line(name, predicted, observed, session_id=session_id, nodeid=nodeid)
+        return CalibrationRecord(**line)
 
     def pair_line(
         self,
@@ -1175,10 +1165,11 @@ class Calibrator:
         session_id: str | None = None,
         nodeid: str | None = None,
     ) -> dict[str, Any]:
-        """``make_record(...).to_json()`` without building the record: the plugin's path.
+        """One line of ``metric_calibrations.jsonl`` as a dict, without building a record.
 
-        The values are validated and normalized by the metric exactly as in
-        :meth:`make_record`; only the record's own re-validation is skipped.
+        The values are validated and normalized by the metric; :meth:`make_record`
+        builds its record from this line (and re-validates it), the plugin uses the
+        line as it is.
         """
         metric = self.registry.get(name)
         return {
@@ -1201,7 +1192,7 @@ class Calibrator:
         session_id: str | None = None,
         nodeid: str | None = None,
     ) -> dict[str, Any]:
-        """``make_observation(...).to_json()`` without building the record."""
+        """One line of ``observations.jsonl`` as a dict (see :meth:`pair_line`)."""
         metric = self.registry.get(name)
         return {
             "metric_name": metric.name,
@@ -1222,15 +1213,8 @@ class Calibrator:
         nodeid: str | None = None,
     ) -> ObservationRecord:
         """Validate and normalize a raw observed value; no disk access, no lock."""
-        metric = self.registry.get(name)
         return ObservationRecord(
-            metric_name=metric.name,
-            metric_version=metric.spec.version,
-            raw=_json_raw(raw),
-            normalized=metric.normalize(raw, field="observed"),
-            timestamp=utc_timestamp(),
-            session_id=session_id,
-            nodeid=nodeid,
+            **self.observation_line(name, raw, session_id=session_id, nodeid=nodeid)
         )
 
     def log(
