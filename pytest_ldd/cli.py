@@ -84,7 +84,6 @@ class Project:
 def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
     """Read ``[tool.ldd]``, open the store and the registry the way the plugin does."""
     from pytest_ldd.config import load_config
-    from pytest_ldd.registry import MetricRegistry
     from pytest_ldd.store import TraceStore
 
     project = Path(args.project).absolute()
@@ -98,18 +97,10 @@ def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
     else:
         ldd_dir = config.ldd_dir
     store = TraceStore(project, ldd_dir=ldd_dir)
-    registry = MetricRegistry(
-        store, gate=config.calibration, gates=config.metric_gates(), read_only=read_only
-    )
-    for name, table in config.metrics.items():
-        try:
-            metric = table.metric()
-            if metric is not None:
-                # Kept in memory when read-only, exactly as a pytest run declares it.
-                registry.register(metric)
-        except LddError as exc:
-            msg = f"[tool.ldd.metrics.{name}] in {config.source}: {exc}"
-            raise UsageError(msg) from exc
+    try:
+        registry = config.open_registry(store, read_only=read_only)
+    except InvalidSpecError as exc:
+        raise UsageError(str(exc)) from exc
     return Project(config, store, registry)
 
 

@@ -16,9 +16,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
-from pytest_ldd.errors import InvalidSpecError
+from pytest_ldd.errors import InvalidSpecError, LddError
 from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
-from pytest_ldd.registry import CalibrationGate
+from pytest_ldd.registry import CalibrationGate, MetricRegistry
+from pytest_ldd.store import TraceStore
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -176,6 +177,26 @@ class LddConfig:
     def metric_gates(self) -> dict[str, CalibrationGate]:
         """The per-metric gates, for ``MetricRegistry(gates=...)``."""
         return {n: m.calibration for n, m in self.metrics.items() if m.calibration is not None}
+
+    def open_registry(self, store: TraceStore, *, read_only: bool) -> MetricRegistry:
+        """The project's registry with its gates and every metric its tables declare.
+
+        What a pytest run and the ``ldd`` command both start from; with ``read_only``
+        the declared metrics are kept in memory only.  A table that contradicts the
+        stored spec raises an error naming the table and the file.
+        """
+        registry = MetricRegistry(
+            store, gate=self.calibration, gates=self.metric_gates(), read_only=read_only
+        )
+        for name, table in self.metrics.items():
+            try:
+                metric = table.metric()
+                if metric is not None:
+                    registry.register(metric)
+            except LddError as exc:
+                msg = f"[tool.ldd.metrics.{name}] in {self.source}: {exc}"
+                raise InvalidSpecError(msg) from exc
+        return registry
 
 
 # --------------------------------------------------------------------------- loading

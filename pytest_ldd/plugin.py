@@ -374,7 +374,7 @@ class LddSession:
         from pytest_ldd.errors import InvalidSpecError
         from pytest_ldd.gates import parse_bounds
         from pytest_ldd.recording import CORPUS_METRICS, RunContext, SessionLedger, new_session_id
-        from pytest_ldd.registry import Calibrator, MetricRegistry
+        from pytest_ldd.registry import Calibrator
         from pytest_ldd.store import TraceStore
 
         config = self.config
@@ -386,19 +386,12 @@ class LddSession:
         else:
             ldd_dir = ldd_config.ldd_dir or rootpath / ".ldd"
         store = TraceStore(rootpath, ldd_dir=ldd_dir)
-        gates = ldd_config.metric_gates()
         # Workers never write: the controller owns the .ldd folder.
-        read_only = not self.recording or self.is_worker
-        registry = MetricRegistry(
-            store, gate=ldd_config.calibration, gates=gates, read_only=read_only
-        )
+        registry = ldd_config.open_registry(store, read_only=not self.recording or self.is_worker)
         config_bounds: dict[str, tuple[Bound, ...]] = {}
         config_predictors: dict[str, str] = {}
         for name, metric_config in ldd_config.metrics.items():
             where = f"[tool.ldd.metrics.{name}]"
-            spec_metric = metric_config.metric()
-            if spec_metric is not None:
-                registry.register(spec_metric)
             bounds = parse_bounds(metric_config.bounds(), where=where)
             if bounds:
                 config_bounds[name] = bounds
