@@ -459,6 +459,8 @@ class BoundedRateMetric(Metric):
 
     def normalize(self, raw: Any, *, field: str = "observed") -> float:
         """``raw`` itself once checked to lie in [0, 1]; pairs are turned into rates."""
+        if type(raw) is float and 0.0 <= raw <= 1.0:
+            return raw  # the common case, decided inline (NaN fails the comparison)
         if _is_pair(raw):
             raw = self._rate(raw, field)
         return self._unit_interval(raw, field)

@@ -72,6 +72,8 @@ class _TestPlan:
     check: Any = None
 
 
+_NO_PLAN = _TestPlan()
+
 _SESSION_KEY = pytest.StashKey["LddSession"]()
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
 _RECORDER_KEY = pytest.StashKey["TestRecorder"]()
@@ -210,9 +212,12 @@ class LddFixture:
     def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
         """Record one raw observed value of ``name``, with an optional raw prediction."""
         __tracebackhide__ = True
+        recorder = self._test_recorder
+        if recorder is None:
+            recorder = self._test_recorder = _recorder_for(self._item)
         problem: str | None = None
         try:
-            breaches = self._recorder.observe(name, observed, predicted)
+            breaches = recorder.observe(name, observed, predicted)
         except LddError as exc:
             problem = str(exc)
         if problem is not None:
@@ -573,7 +578,7 @@ class LddSession:
 
         if self.ctx is None:
             raise pytest.UsageError("pytest-ldd is not active in this session")
-        plan = item.stash.get(_PLAN_KEY, None) or _TestPlan()
+        plan = item.stash.get(_PLAN_KEY, None) or _NO_PLAN
         group = getattr(item, "originalname", None) or item.name
         module = item.nodeid.split("::", 1)[0]
         recorder = TestRecorder(
@@ -607,6 +612,10 @@ class LddSession:
             if payload is not None:
                 # Plain JSON-able data on the report: xdist carries it to the controller.
                 report.ldd = payload  # type: ignore[attr-defined]
+            if report.when == "teardown":
+                # The test is over: its recorder is garbage, not something every item
+                # keeps until the session ends.
+                del item.stash[_RECORDER_KEY]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

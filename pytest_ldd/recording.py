@@ -19,11 +19,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.errors import UnknownMetricError
 from pytest_ldd.estimator import MeanHistoryEstimator
 from pytest_ldd.gates import Bound, format_value
+from pytest_ldd.registry import line_head, line_tail, observation_text, pair_text, utc_timestamp
 
 if TYPE_CHECKING:
     from pytest_ldd.agents.corpus import CorpusTally
@@ -128,6 +130,8 @@ class RunContext:
     base_dir: Path | None = None
     #: Whether payloads carry metric specs (xdist workers: the controller registers them).
     ship_specs: bool = False
+    #: The start of each (metric, version)'s log lines (see ``registry.line_head``).
+    line_heads: dict[tuple[str, int], str] = field(default_factory=dict)
     _prices: Any = None
 
     def is_load_bearing(self, name: str) -> bool:
@@ -166,6 +170,27 @@ class TestRecorder:
     """Accumulates what one test observes; hands it over as payloads."""
 
     __test__ = False  # not a test class, whatever pytest's name pattern says
+    __slots__ = (
+        "_breaches",
+        "_counts",
+        "_errors",
+        "_gates",
+        "_history",
+        "_history_out",
+        "_observations",
+        "_pairs",
+        "_sent_specs",
+        "_specs",
+        "_tail",
+        "_tally",
+        "bounds",
+        "check",
+        "ctx",
+        "failures",
+        "group",
+        "nodeid",
+        "predictors",
+    )
 
     def __init__(
         self,
@@ -179,22 +204,30 @@ class TestRecorder:
     ) -> None:
         self.ctx = ctx
         self.nodeid = nodeid
-        self.bounds = {k: tuple(v) for k, v in (bounds or {}).items()}
-        self.predictors = dict(predictors or {})
+        # Most tests declare nothing: they share one empty mapping (a recorder is
+        # made per test, so what it allocates is paid per test).
+        self.bounds: Mapping[str, tuple[Bound, ...]] = (
+            {k: tuple(v) for k, v in bounds.items()} if bounds else _NOTHING
+        )
+        self.predictors: Mapping[str, str] = dict(predictors) if predictors else _NOTHING
         self.check = check
         self.group = group or nodeid
         self.failures: list[str] = []
-        self._history: dict[str, list[float]] = {}
-        self._sent_specs: set[str] = set()
+        self._history: dict[str, list[float]] | None = None
+        self._sent_specs: set[str] | None = None
+        self._tail: str | None = None
         self._reset()
 
     def _reset(self) -> None:
-        self._observations: list[dict[str, Any]] = []
-        self._pairs: list[dict[str, Any]] = []
-        self._breaches: list[Breach] = []
-        self._history_out: list[list[Any]] = []
-        self._specs: dict[str, dict[str, Any]] = {}
-        self._gates: dict[str, list[str]] = {}
+        self._counts: dict[str, list[int]] = {}
+        self._observations: list[str] = []
+        self._pairs: list[str] = []
+        self._errors: list[tuple[str, int, float]] = []
+        # Created when first needed.
+        self._breaches: list[Breach] | None = None
+        self._history_out: list[list[Any]] | None = None
+        self._specs: dict[str, dict[str, Any]] | None = None
+        self._gates: dict[str, list[str]] | None = None
         self._tally: CorpusTally | None = None
 
     # -- observing ---------------------------------------------------------------
@@ -205,49 +238,84 @@ class TestRecorder:
         Raises :class:`UnknownMetricError` or :class:`InvalidObservationError`;
         the plugin turns them into a failure of the test.
         """
+        ctx = self.ctx
         try:
-            metric = self.ctx.registry.get(name)
+            metric = ctx.registry.get(name)
         except UnknownMetricError:
             raise UnknownMetricError(unknown_metric_message(name), name=name) from None
-        calibrator = self.ctx.calibrator
-        obs = calibrator.observation_line(
-            name, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
-        )
-        raw_value = _raw_number(observed, obs["normalized"])
-        predictor = self.predictors.get(name) or self.ctx.config_predictors.get(name)
+        spec = metric.spec
+        normalized = metric.normalize(observed, field="observed")
+        raw_value = _raw_number(observed, normalized)
+        predictor = self.predictors.get(name) or ctx.config_predictors.get(name)
         if predicted is None and predictor == "history_mean":
             history = self._history_for(name)
-            guess = MeanHistoryEstimator(window=self.ctx.history_window(name)).predict(history)
+            guess = MeanHistoryEstimator(window=ctx.history_window(name)).predict(history)
             predicted = guess.value
-        pair = None
-        if predicted is not None:
-            pair = calibrator.pair_line(
-                name, predicted, observed, session_id=self.ctx.session_id, nodeid=self.nodeid
-            )
-        # Everything validated: only now does anything count.
-        self._ship_spec(name, metric.spec)
-        self._observations.append(obs)
-        if pair is not None:
-            self._pairs.append(pair)
+        guessed = None if predicted is None else metric.normalize(predicted, field="predicted")
+        if ctx.recording:
+            # The log lines, as text: only a recording session writes them.
+            head = ctx.line_heads.get((name, spec.version))
+            if head is None:
+                head = ctx.line_heads[name, spec.version] = line_head(name, spec.version)
+            tail = self._tail
+            if tail is None:
+                tail = self._tail = line_tail(ctx.session_id, self.nodeid)
+            stamp = utc_timestamp()
+            line = observation_text(head, observed, normalized, stamp, tail)
+            if guessed is None:
+                self._observations.append(line)
+            else:
+                pair = pair_text(head, guessed, normalized, predicted, observed, stamp, tail)
+                # Everything validated: only now does anything count.
+                self._observations.append(line)
+                self._pairs.append(pair)
+                self._errors.append((name, spec.version, abs(guessed - normalized)))
+        counts = self._counts.get(name)
+        if counts is None:
+            counts = self._counts[name] = [0, 0]
+        counts[0] += 1
+        if guessed is not None:
+            counts[1] += 1
+        if ctx.ship_specs:
+            self._ship_spec(name, spec)
         if predictor == "history_mean":
             self._history_for(name).append(raw_value)
+            if self._history_out is None:
+                self._history_out = []
             self._history_out.append([name, self.nodeid, raw_value])
-        return self._check_gates(name, raw_value, metric.spec.unit)
+        if name in self.bounds or name in ctx.config_bounds:
+            return self._check_gates(name, raw_value, spec.unit)
+        return []
 
     def _ship_spec(self, name: str, spec: MetricSpec) -> None:
         # Only an xdist worker's payloads must carry specs: in a serial run the ledger
         # shares this registry and knows every metric already.
-        if self.ctx.ship_specs and name not in self._sent_specs:
+        if not self.ctx.ship_specs:
+            return
+        if self._sent_specs is None:
+            self._sent_specs = set()
+        if name not in self._sent_specs:
+            if self._specs is None:
+                self._specs = {}
             self._specs[name] = spec.to_json()
             self._sent_specs.add(name)
 
     def _history_for(self, name: str) -> list[float]:
+        if self._history is None:
+            self._history = {}
         if name not in self._history:
             self._history[name] = list(self.ctx.registry.history(name, self.nodeid))
         return self._history[name]
 
+    def _add_breach(self, breach: Breach) -> None:
+        if self._breaches is None:
+            self._breaches = []
+        self._breaches.append(breach)
+
     def _check_gates(self, name: str, value: float, unit: str) -> list[Breach]:
         bounds = self.bounds.get(name, ()) + self.ctx.config_bounds.get(name, ())
+        if self._gates is None:
+            self._gates = {}
         if bounds and name not in self._gates:
             self._gates[name] = [str(b) for b in bounds]
         found = []
@@ -258,7 +326,7 @@ class TestRecorder:
             message = gate_message(name, value, unit, bound, self.ctx.start_state(name))
             breach = Breach(name, value, str(bound), enforced, message, self.nodeid)
             found.append(breach)
-            self._breaches.append(breach)
+            self._add_breach(breach)
             if enforced:
                 self.failures.append(message)
         return found
@@ -281,7 +349,7 @@ class TestRecorder:
                 f"(advisory: {_state_name(state)}, n={n}, MAE={_fmt_mae(mae)})"
             )
         breach = Breach(name, None, "assertion", enforced, message, self.nodeid, detail)
-        self._breaches.append(breach)
+        self._add_breach(breach)
         metric = self.ctx.registry.get(name)
         self._ship_spec(name, metric.spec)
         return breach
@@ -353,20 +421,30 @@ class TestRecorder:
     # -- hand-over ---------------------------------------------------------------
 
     def take_payload(self) -> dict[str, Any] | None:
-        """What was recorded since the last call, as JSON-able data (None if nothing)."""
-        if not (self._observations or self._breaches or self._tally is not None):
+        """What was recorded since the last call, as JSON-able data (None if nothing).
+
+        ``counts`` maps each metric to its [observations, pairs]; when recording,
+        ``observations`` and ``pairs`` hold the log lines as JSON text and
+        ``errors`` one ``[name, version, |predicted - observed|]`` per pair.
+        """
+        if not (self._counts or self._breaches or self._tally is not None):
             return None
         payload: dict[str, Any] = {
-            "specs": list(self._specs.values()),
+            "specs": list(self._specs.values()) if self._specs else [],
+            "counts": self._counts,
             "observations": self._observations,
             "pairs": self._pairs,
-            "breaches": [b.to_json() for b in self._breaches],
-            "history": self._history_out,
-            "gates": self._gates,
+            "errors": self._errors,
+            "breaches": [b.to_json() for b in self._breaches or ()],
+            "history": self._history_out or [],
+            "gates": self._gates or {},
             "episodes": self._tally.to_dict() if self._tally is not None else None,
         }
         self._reset()
         return payload
+
+
+_NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
 def _raw_number(observed: Any, normalized: float) -> float:
@@ -435,25 +513,19 @@ class SessionLedger:
         if ctx.recording and (observations or pairs):
             # The lines were built and validated by the test's own recorder (here or in
             # an xdist worker); they are written as they are, under one lock.
-            store = ctx.registry.store
-            batches = []
-            if observations:
-                batches.append((store.observations_path, observations))
-            if pairs:
-                batches.append((store.calibrations_path, pairs))
-            store.append_batches(batches)
-        for o in observations:
-            self._touch(o["metric_name"]).observations += 1
-        for p in pairs:
-            self._touch(p["metric_name"]).pairs += 1
+            ctx.calibrator.append_lines(observations, pairs, payload.get("errors", ()))
+        for name, (observed, paired) in payload.get("counts", {}).items():
+            touch = self._touch(name)
+            touch.observations += observed
+            touch.pairs += paired
+            self.observations += observed
+            self.pairs += paired
         for b in payload.get("breaches", ()):
             self._touch(b["metric"]).breaches.append(dict(b))
         for name, limits in payload.get("gates", {}).items():
             self._touch(name).gates.update(limits)
         for name, key, value in payload.get("history", ()):
             self.history.setdefault((name, key), []).append(float(value))
-        self.observations += len(observations)
-        self.pairs += len(pairs)
         episodes = payload.get("episodes")
         if episodes is not None:
             from pytest_ldd.agents.corpus import CorpusTally

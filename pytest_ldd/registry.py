@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import math
+import os
 import re
 import sys
 import time
@@ -39,7 +40,7 @@ from pytest_ldd.errors import (
     VersionConflictError,
 )
 from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
-from pytest_ldd.store import SCHEMA_VERSION, Cursor, TraceStore
+from pytest_ldd.store import _ENCODE_LINE, SCHEMA_VERSION, Cursor, TraceStore
 
 __all__ = [
     "P95_QUANTUM",
@@ -303,6 +304,61 @@ def _json_raw(value: Any) -> Any:
     if isinstance(value, Real):
         return _json_raw(float(value))
     return value
+
+
+def line_head(name: str, version: int) -> str:
+    """The start of a log line of ``name`` version ``version``: ``{"metric_name":..``."""
+    return f'{{"metric_name":{_ENCODE_LINE(name)},"metric_version":{int(version)}'
+
+
+def line_tail(session_id: str | None, nodeid: str | None) -> str:
+    """The end of a log line: ``,"session_id":..,"nodeid":..}``."""
+    return f',"session_id":{_ENCODE_LINE(session_id)},"nodeid":{_ENCODE_LINE(nodeid)}}}'
+
+
+def observation_text(head: str, raw: Any, normalized: float, stamp: str, tail: str) -> str:
+    """A line of ``observations.jsonl`` as JSON text: :meth:`Calibrator.observation_line`
+    encoded, without building the dict (the plugin writes one per observed value).
+
+    ``head`` and ``tail`` come from :func:`line_head` and :func:`line_tail`,
+    ``normalized`` from the metric, ``stamp`` from :func:`utc_timestamp`.
+    """
+    return (
+        f'{head},"raw":{_raw_text(raw)},"normalized":{float.__repr__(normalized)},'
+        f'"timestamp":"{stamp}"{tail}'
+    )
+
+
+def pair_text(
+    head: str,
+    predicted: float,
+    observed: float,
+    raw_predicted: Any,
+    raw_observed: Any,
+    stamp: str,
+    tail: str,
+) -> str:
+    """A line of ``metric_calibrations.jsonl`` as JSON text (see :func:`observation_text`)."""
+    return (
+        f'{head},"predicted":{float.__repr__(predicted)},'
+        f'"observed":{float.__repr__(observed)},"timestamp":"{stamp}",'
+        f'"raw_predicted":{_raw_text(raw_predicted)},"raw_observed":{_raw_text(raw_observed)}'
+        f"{tail}"
+    )
+
+
+def _raw_text(value: Any) -> str:
+    """``_json_raw(value)`` as JSON text, as the log encoder writes it."""
+    kind = type(value)
+    if kind is float and math.isfinite(value):
+        return float.__repr__(value)
+    if kind is int:
+        return int.__repr__(value)
+    try:
+        return _ENCODE_LINE(_json_raw(value))
+    except (TypeError, ValueError) as err:
+        msg = f"raw value {value!r} cannot be stored as JSON ({err})"
+        raise InvalidObservationError(msg) from err
 
 
 def _check_text(owner: str, name: str, value: object, *, optional: bool) -> None:
@@ -1235,7 +1291,33 @@ class Calibrator:
         """Append pairs in one locked write; return the log's end offset."""
         if self.registry.read_only:
             raise _read_only_error(self.store)
-        return self.store.append_calibrations([r.to_json() for r in records], fsync=fsync)
+        facts = [(r.metric_name, r.metric_version, abs(r.predicted - r.observed)) for r in records]
+        return self.store.append_batches(
+            [(self.store.calibrations_path, [r.to_json() for r in records])],
+            fsync=fsync,
+            facts=[facts],
+        )[0]
+
+    def append_lines(
+        self,
+        observations: Sequence[str],
+        pairs: Sequence[str],
+        errors: Sequence[Sequence[Any]],
+    ) -> None:
+        """Append a test's log lines, as the line builders encoded them, under one lock.
+
+        ``observations`` and ``pairs`` are JSON texts from :func:`observation_text`
+        and :func:`pair_text`; ``errors`` holds ``(name, version, |predicted -
+        observed|)`` per pair, so the next statistics update counts this process's
+        own pairs without reading them back.
+        """
+        if self.registry.read_only:
+            raise _read_only_error(self.store)
+        store = self.store
+        self.store.append_texts(
+            [(store.observations_path, observations), (store.calibrations_path, pairs)],
+            facts=[None, errors if len(errors) == len(pairs) else None],
+        )
 
     def log_observations(
         self, records: Sequence[ObservationRecord], *, fsync: bool = False
@@ -1267,10 +1349,10 @@ class Calibrator:
     ) -> dict[str, _Accumulator]:
         """Count every pair of the given versions from ``start`` (a full recompute)."""
         accs = {name: _Accumulator(v, start, start, keep=window) for name, v in versions.items()}
-        self._scan(accs)
+        self._scan(accs, own=False)
         return accs
 
-    def _scan(self, accs: Mapping[str, _Accumulator]) -> None:
+    def _scan(self, accs: Mapping[str, _Accumulator], *, own: bool = True) -> None:
         """Read the log once from the earliest cursor; add each pair past its acc's cursor."""
         if not accs:
             return
@@ -1285,6 +1367,8 @@ class Calibrator:
             )
             raise StoreCorruptError(msg, path=str(path))
         line_start = min((acc.cursor for acc in accs.values()), key=lambda c: c.offset)
+        if own and self._scan_own(accs, line_start, path):
+            return
         for record, cursor in self.store.iter_jsonl(
             path, start=line_start, validate=_check_pair_line
         ):
@@ -1300,6 +1384,40 @@ class Calibrator:
         for acc in accs.values():
             if line_start.offset > acc.cursor.offset:
                 acc.cursor = line_start
+
+    def _scan_own(self, accs: Mapping[str, _Accumulator], line_start: Cursor, path: Any) -> bool:
+        """Count the pairs past ``line_start`` from memory, if only this process wrote them.
+
+        The plugin's session-end update would otherwise re-read every pair the
+        session has just written.  Taken only when the store's own uninterrupted
+        run of appends starts exactly at ``line_start`` and still ends the very
+        file (same device, inode and size); else False, and the log is read.
+        """
+        run = self.store.own_appends(path)
+        begin = line_start.offset
+        if run is None or not (run.start <= begin <= run.end):
+            return False
+        batches = [(start, facts) for start, facts in run.batches if start >= begin]
+        if begin != run.end and (not batches or batches[0][0] != begin):
+            return False  # not a position this run's appends know
+        try:
+            info = os.stat(path)
+        except OSError:
+            return False
+        if (info.st_dev, info.st_ino, info.st_mtime_ns) != run.ident or info.st_size != run.end:
+            return False
+        lines = 0
+        for start, facts in batches:
+            lines += len(facts)
+            for name, version, error in facts:
+                acc = accs.get(name)
+                if acc is not None and version == acc.version and start >= acc.cursor.offset:
+                    acc.add(error)
+        end = Cursor(run.end, line_start.line + lines)
+        for acc in accs.values():
+            if end.offset > acc.cursor.offset:
+                acc.cursor = end
+        return True
 
     def _gates(self, names: Iterable[str]) -> dict[str, CalibrationGate]:
         return {name: self.gate_for(name) for name in names}

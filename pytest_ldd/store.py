@@ -4,7 +4,7 @@ Four files live in the folder (see ``docs/store.md``): ``metrics.json`` (specs a
 states, rewritten whole and atomically), and three append-only JSON Lines logs:
 ``metric_calibrations.jsonl``, ``observations.jsonl`` and ``sessions.jsonl``.
 
-Every write holds one exclusive lock (``.ldd/.lock``, taken with ``portalocker``),
+Every write holds one exclusive lock (``.ldd/.lock``, an OS file lock: ``flock``),
 so many writers at once (xdist controllers, two pytest runs, the CLI) never lose
 or tear a line.  Reads never lock and never create anything: a process that only
 reads the store leaves the file system exactly as it found it.
@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
@@ -24,8 +25,6 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
-
-import portalocker
 
 from pytest_ldd.errors import InvalidObservationError, LddWarning, StoreCorruptError
 
@@ -38,6 +37,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "SESSIONS_FILE",
     "Cursor",
+    "OwnAppends",
     "TraceStore",
 ]
 
@@ -64,6 +64,43 @@ DEFAULT_LOCK_TIMEOUT: Final = 120.0
 
 _CHUNK: Final = 1 << 20
 
+#: How many lines of its own appends a store remembers (see ``own_appends``).
+_MAX_REMEMBERED_LINES: Final = 1_000_000
+
+
+class _LockBusy(Exception):
+    """The lock is held elsewhere (another process, or another thread of this one)."""
+
+
+# The OS lock on an open file: flock(2) on POSIX, where the standard library has it
+# (portalocker, which does the same, costs ~40 ms to import and more at exit, paid
+# by every session); portalocker where it is not.
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import portalocker
+
+    def _try_lock(handle: Any) -> bool:
+        try:
+            portalocker.lock(handle, portalocker.LOCK_EX | portalocker.LOCK_NB)
+        except portalocker.exceptions.LockException:
+            return False
+        return True
+
+    def _unlock(handle: Any) -> None:
+        portalocker.unlock(handle)
+
+else:
+    import fcntl
+
+    def _try_lock(handle: Any) -> bool:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(handle: Any) -> None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
 
 class _ProcessLock:
     """The exclusive lock on one lock file, shared by every store of this process.
@@ -83,10 +120,10 @@ class _ProcessLock:
         self._handle: Any = None
 
     def acquire(self, timeout: float) -> None:
-        """Take the lock, waiting at most ``timeout`` seconds (LockException after)."""
+        """Take the lock, waiting at most ``timeout`` seconds (_LockBusy after)."""
         if not self._thread.acquire(timeout=timeout):
             msg = "held by another thread of this process"
-            raise portalocker.exceptions.LockException(msg)
+            raise _LockBusy(msg)
         try:
             if self._depth == 0:
                 self._lock_file(timeout)
@@ -101,18 +138,16 @@ class _ProcessLock:
             if self._handle is None:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
                 self._handle = open(self._path, "a")  # noqa: SIM115 - kept open on purpose
-            try:
-                portalocker.lock(self._handle, _EXCLUSIVE_NOWAIT)
-            except portalocker.exceptions.LockException:
+            if not _try_lock(self._handle):
                 if time.monotonic() >= deadline:
-                    raise
+                    raise _LockBusy("held by another process")
                 time.sleep(0.01)
                 continue
             if self._is_current():
                 return
             # The lock file was removed or replaced (say, the .ldd folder was deleted)
             # while we kept it open: a lock on the old file excludes nobody.
-            portalocker.unlock(self._handle)
+            _unlock(self._handle)
             self._handle.close()
             self._handle = None
 
@@ -136,12 +171,10 @@ class _ProcessLock:
         self._depth -= 1
         try:
             if self._depth == 0:
-                portalocker.unlock(self._handle)
+                _unlock(self._handle)
         finally:
             self._thread.release()
 
-
-_EXCLUSIVE_NOWAIT = portalocker.LOCK_EX | portalocker.LOCK_NB
 
 # Keyed by process too: a forked child must not share its parent's open lock file.
 _LOCKS: dict[tuple[int, str], _ProcessLock] = {}
@@ -177,6 +210,25 @@ class Cursor:
         return {"offset": self.offset, "line": self.line}
 
 
+@final
+@dataclass(slots=True)
+class OwnAppends:
+    """An uninterrupted run of one store's appends to one log (see ``own_appends``).
+
+    ``batches`` holds ``(start offset, facts)`` per append, ``facts`` being what
+    the writer said about its lines (one entry per line, in order); ``lines``
+    counts the lines from ``start`` to ``end``.  At most ``_MAX_REMEMBERED_LINES``
+    lines are remembered.
+    """
+
+    pid: int
+    ident: tuple[int, int, int]
+    start: int
+    end: int
+    lines: int
+    batches: list[tuple[int, Sequence[Any]]]
+
+
 class TraceStore:
     """The ``.ldd/`` folder of a project.
 
@@ -203,6 +255,7 @@ class TraceStore:
         self.lock_path: Path = folder / LOCK_FILE
         self.lock_timeout = lock_timeout
         self._lock_cache: tuple[int, _ProcessLock] | None = None
+        self._runs: dict[str, OwnAppends] = {}
 
     def __repr__(self) -> str:
         return f"TraceStore({str(self.ldd_dir)!r})"
@@ -241,7 +294,7 @@ class TraceStore:
         try:
             with _os_errors(self.lock_path, "lock"):
                 lock.acquire(self.lock_timeout)
-        except portalocker.exceptions.LockException:
+        except _LockBusy:
             msg = (
                 f"could not lock {self.lock_path} within {self.lock_timeout:g} s: another "
                 f"process holds it (a hung pytest or ldd command?); stop it and retry"
@@ -337,20 +390,92 @@ class TraceStore:
         batches: Sequence[tuple[str | os.PathLike[str], Sequence[Mapping[str, Any]]]],
         *,
         fsync: bool = False,
+        facts: Sequence[Sequence[Any] | None] | None = None,
     ) -> list[int]:
         """Append to several logs under one lock (as :meth:`append` each); the end offsets.
 
-        The plugin flushes a test's observations and pairs this way: one lock per
-        test instead of one per file.
+        ``facts`` (one entry per batch, or None) is remembered with each batch: see
+        :meth:`own_appends`.
         """
-        # Paths stay as given (no Path() per call): this runs once per test.
-        encoded = [(path, _encode_lines(path, records)) for path, records in batches]
+        # Paths stay as given (no Path() per call): this can run once per test.
+        encoded = [(path, b"".join(_encode_lines(path, records))) for path, records in batches]
+        counts = [len(records) for _, records in batches]
+        return self._append_encoded(encoded, counts, fsync=fsync, facts=facts)
+
+    def append_texts(
+        self,
+        batches: Sequence[tuple[str | os.PathLike[str], Sequence[str]]],
+        *,
+        facts: Sequence[Sequence[Any] | None] | None = None,
+    ) -> list[int]:
+        """Append lines already encoded as JSON text, under one lock; the end offsets.
+
+        Each text must be one JSON object without a newline, as the line builders
+        of :mod:`pytest_ldd.registry` make them: the plugin flushes a test's
+        observations and pairs this way, validated when they were observed.
+        """
+        encoded = [
+            (path, ("\n".join(texts) + "\n").encode("utf-8") if texts else b"")
+            for path, texts in batches
+        ]
+        counts = [len(texts) for _, texts in batches]
+        return self._append_encoded(encoded, counts, fsync=False, facts=facts)
+
+    def _append_encoded(
+        self,
+        encoded: Sequence[tuple[str | os.PathLike[str], bytes]],
+        counts: Sequence[int],
+        *,
+        fsync: bool,
+        facts: Sequence[Sequence[Any] | None] | None,
+    ) -> list[int]:
         ends: list[int] = []
         with self.lock():
-            for target, lines in encoded:
+            for index, (target, data) in enumerate(encoded):
                 with _os_errors(target, "append to"):
-                    ends.append(_append_locked(target, lines, fsync=fsync))
+                    start, end, ident = _append_locked(target, data, fsync=fsync)
+                ends.append(end)
+                if data:
+                    known = facts[index] if facts is not None else None
+                    self._note_append(target, ident, start, end, counts[index], known)
         return ends
+
+    def _note_append(
+        self,
+        target: str | os.PathLike[str],
+        ident: tuple[int, int, int],
+        start: int,
+        end: int,
+        lines: int,
+        facts: Sequence[Any] | None,
+    ) -> None:
+        key = os.fspath(target)
+        run = self._runs.get(key)
+        if facts is None or len(facts) != lines:
+            # Lines nobody described: what follows can no longer be taken from memory.
+            self._runs.pop(key, None)
+            return
+        if run is None or run.ident[:2] != ident[:2] or run.end != start or run.pid != os.getpid():
+            run = self._runs[key] = OwnAppends(os.getpid(), ident, start, start, 0, [])
+        run.ident = ident
+        run.end = end
+        run.lines += lines
+        run.batches.append((start, facts))
+        if run.lines > _MAX_REMEMBERED_LINES:
+            # Memory stays bounded; past this, readers read the log itself.
+            del self._runs[key]
+
+    def own_appends(self, path: str | os.PathLike[str]) -> OwnAppends | None:
+        """This store's own latest uninterrupted run of appends to ``path`` (or None).
+
+        Only batches appended with ``facts`` count.  Whether nobody else wrote to
+        the file since is for the caller to check: the run's ``end`` must still be
+        the file's size and its ``ident`` the file's (device, inode, mtime in ns).
+        """
+        run = self._runs.get(os.fspath(path))
+        if run is None or run.pid != os.getpid():
+            return None
+        return run
 
     def append_calibrations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
@@ -524,8 +649,14 @@ def _encode_lines(
     return lines
 
 
-def _append_locked(target: str | os.PathLike[str], lines: list[bytes], *, fsync: bool) -> int:
-    """Append encoded lines to ``target`` (the caller holds the lock)."""
+def _append_locked(
+    target: str | os.PathLike[str], data: bytes, *, fsync: bool
+) -> tuple[int, int, tuple[int, int, int]]:
+    """Append encoded lines to ``target`` (the caller holds the lock).
+
+    Returns where the lines start and end, and the file's (device, inode, mtime)
+    after the write.
+    """
     flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
     try:
         fd = os.open(target, flags, 0o644)
@@ -533,17 +664,21 @@ def _append_locked(target: str | os.PathLike[str], lines: list[bytes], *, fsync:
         Path(target).parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(target, flags, 0o644)
     try:
-        size = os.fstat(fd).st_size
+        info = os.fstat(fd)
+        size = info.st_size
+        if not data:
+            return size, size, (info.st_dev, info.st_ino, info.st_mtime_ns)
         if size > 0:
             os.lseek(fd, size - 1, os.SEEK_SET)
             if os.read(fd, 1) != b"\n":
-                lines = [b"\n", *lines]
-        if not lines:
-            return size
-        _write_all(fd, b"".join(lines))
+                # A line torn by a crash: end it, so the new lines start on their own.
+                _write_all(fd, b"\n")
+        _write_all(fd, data)
         if fsync:
             os.fsync(fd)
-        return os.fstat(fd).st_size
+        after = os.fstat(fd)
+        end = after.st_size
+        return end - len(data), end, (after.st_dev, after.st_ino, after.st_mtime_ns)
     finally:
         os.close(fd)
 
