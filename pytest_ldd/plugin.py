@@ -654,11 +654,14 @@ class LddSession:
                 self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
             self.document = ledger.document()
             if self.recording:
+                store = self.ctx.registry.store
                 try:
-                    self.ctx.registry.store.append_sessions([self.document], fsync=True)
-                    self.ctx.registry.store.sync()
+                    store.append_sessions([self.document])
+                    store.sync()  # fsyncs the session line with the pairs
                 except LddError as exc:
                     raise pytest.UsageError(f"pytest-ldd: {exc}") from None
+                finally:
+                    store.close()
             if ledger.corpus_failures:
                 session.testsfailed += 1
         return result

@@ -111,13 +111,14 @@ class _ProcessLock:
     file stays open: the plugin takes the lock once per test.
     """
 
-    __slots__ = ("_depth", "_handle", "_path", "_thread")
+    __slots__ = ("_depth", "_handle", "_ident", "_path", "_thread")
 
     def __init__(self, path: str) -> None:
         self._path = path
         self._thread = threading.RLock()
         self._depth = 0
         self._handle: Any = None
+        self._ident = (0, 0)
 
     def acquire(self, timeout: float) -> None:
         """Take the lock, waiting at most ``timeout`` seconds (_LockBusy after)."""
@@ -138,6 +139,8 @@ class _ProcessLock:
             if self._handle is None:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
                 self._handle = open(self._path, "a")  # noqa: SIM115 - kept open on purpose
+                held = os.fstat(self._handle.fileno())
+                self._ident = (held.st_ino, held.st_dev)
             if not _try_lock(self._handle):
                 if time.monotonic() >= deadline:
                     raise _LockBusy("held by another process")
@@ -157,8 +160,7 @@ class _ProcessLock:
             on_disk = os.stat(self._path)
         except FileNotFoundError:
             return False
-        held = os.fstat(self._handle.fileno())
-        return (on_disk.st_ino, on_disk.st_dev) == (held.st_ino, held.st_dev)
+        return (on_disk.st_ino, on_disk.st_dev) == self._ident
 
     def __del__(self) -> None:
         # The handle is kept open for the life of the lock object; close it with it
@@ -175,6 +177,11 @@ class _ProcessLock:
         finally:
             self._thread.release()
 
+
+# This process's id, kept current across fork(): asked for on every append.
+_PID = [os.getpid()]
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
 
 # Keyed by process too: a forked child must not share its parent's open lock file.
 _LOCKS: dict[tuple[int, str], _ProcessLock] = {}
@@ -222,11 +229,23 @@ class OwnAppends:
     """
 
     pid: int
-    ident: tuple[int, int, int]
+    ident: tuple[int, int]
     start: int
     end: int
     lines: int
     batches: list[tuple[int, Sequence[Any]]]
+
+
+@final
+class _Appender:
+    """A log a store keeps open for appending, and where its last write ended."""
+
+    __slots__ = ("end", "fd", "pid")
+
+    def __init__(self, pid: int, fd: int) -> None:
+        self.pid = pid
+        self.fd = fd
+        self.end = -1
 
 
 class TraceStore:
@@ -256,6 +275,7 @@ class TraceStore:
         self.lock_timeout = lock_timeout
         self._lock_cache: tuple[int, _ProcessLock] | None = None
         self._runs: dict[str, OwnAppends] = {}
+        self._appenders: dict[str, _Appender] = {}
 
     def __repr__(self) -> str:
         return f"TraceStore({str(self.ldd_dir)!r})"
@@ -270,7 +290,7 @@ class TraceStore:
         self.ldd_dir.mkdir(parents=True, exist_ok=True)
 
     def _file_lock(self) -> _ProcessLock:
-        key = (os.getpid(), os.path.abspath(self.lock_path))
+        key = (_PID[0], os.path.abspath(self.lock_path))
         with _LOCKS_GUARD:
             lock = _LOCKS.get(key)
             if lock is None:
@@ -284,7 +304,7 @@ class TraceStore:
         Creates the folder: only writers lock.  Waiting longer than
         ``lock_timeout`` seconds raises :class:`StoreCorruptError`.
         """
-        pid = os.getpid()
+        pid = _PID[0]
         cached = self._lock_cache
         if cached is None or cached[0] != pid:
             # Once per store and process: the folder, the path, the shared lock.
@@ -433,7 +453,7 @@ class TraceStore:
         with self.lock():
             for index, (target, data) in enumerate(encoded):
                 with _os_errors(target, "append to"):
-                    start, end, ident = _append_locked(target, data, fsync=fsync)
+                    start, end, ident = self._append_locked(target, data, fsync=fsync)
                 ends.append(end)
                 if data:
                     known = facts[index] if facts is not None else None
@@ -443,7 +463,7 @@ class TraceStore:
     def _note_append(
         self,
         target: str | os.PathLike[str],
-        ident: tuple[int, int, int],
+        ident: tuple[int, int],
         start: int,
         end: int,
         lines: int,
@@ -455,9 +475,8 @@ class TraceStore:
             # Lines nobody described: what follows can no longer be taken from memory.
             self._runs.pop(key, None)
             return
-        if run is None or run.ident[:2] != ident[:2] or run.end != start or run.pid != os.getpid():
-            run = self._runs[key] = OwnAppends(os.getpid(), ident, start, start, 0, [])
-        run.ident = ident
+        if run is None or run.ident != ident or run.end != start or run.pid != _PID[0]:
+            run = self._runs[key] = OwnAppends(_PID[0], ident, start, start, 0, [])
         run.end = end
         run.lines += lines
         run.batches.append((start, facts))
@@ -465,15 +484,76 @@ class TraceStore:
             # Memory stays bounded; past this, readers read the log itself.
             del self._runs[key]
 
+    def _append_locked(
+        self, target: str | os.PathLike[str], data: bytes, *, fsync: bool
+    ) -> tuple[int, int, tuple[int, int]]:
+        """Append encoded lines to ``target`` (the caller holds the lock).
+
+        Returns where the lines start and end, and the file's (device, inode).
+        Each log stays open between appends (a session appends once per test);
+        one that was removed or replaced meanwhile is opened afresh.
+        """
+        key = os.fspath(target)
+        held = self._appenders.get(key)
+        info = None
+        if held is not None:
+            if held.pid == _PID[0]:
+                info = os.fstat(held.fd)
+            if info is None or info.st_nlink == 0:
+                # Forked, or the file was unlinked: what we hold is not the log.
+                self._close_appender(key)
+                held = info = None
+        if held is None or info is None:
+            flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
+            try:
+                fd = os.open(target, flags, 0o644)
+            except FileNotFoundError:
+                Path(target).parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(target, flags, 0o644)
+            held = self._appenders[key] = _Appender(_PID[0], fd)
+            info = os.fstat(fd)
+        size = info.st_size
+        ident = (info.st_dev, info.st_ino)
+        if not data:
+            return size, size, ident
+        if size > 0 and size != held.end:
+            # Someone else wrote last: make sure their last line ended.
+            os.lseek(held.fd, size - 1, os.SEEK_SET)
+            if os.read(held.fd, 1) != b"\n":
+                # A line torn by a crash: end it, so the new lines start on their own.
+                _write_all(held.fd, b"\n")
+                size += 1
+        held.end = -1  # until the write is known to be whole
+        _write_all(held.fd, data)
+        if fsync:
+            os.fsync(held.fd)
+        held.end = size + len(data)
+        return size, held.end, ident
+
+    def _close_appender(self, key: str) -> None:
+        held = self._appenders.pop(key, None)
+        if held is not None and held.pid == _PID[0]:
+            with suppress(OSError):
+                os.close(held.fd)
+
+    def close(self) -> None:
+        """Close the logs this store keeps open for appending (it reopens them if needed)."""
+        for key in list(self._appenders):
+            self._close_appender(key)
+
+    def __del__(self) -> None:
+        with suppress(Exception):
+            self.close()
+
     def own_appends(self, path: str | os.PathLike[str]) -> OwnAppends | None:
         """This store's own latest uninterrupted run of appends to ``path`` (or None).
 
         Only batches appended with ``facts`` count.  Whether nobody else wrote to
         the file since is for the caller to check: the run's ``end`` must still be
-        the file's size and its ``ident`` the file's (device, inode, mtime in ns).
+        the file's size and its ``ident`` the file's (device, inode).
         """
         run = self._runs.get(os.fspath(path))
-        if run is None or run.pid != os.getpid():
+        if run is None or run.pid != _PID[0]:
             return None
         return run
 
@@ -647,40 +727,6 @@ def _encode_lines(
             raise InvalidObservationError(msg)
         lines.append(text.encode("utf-8") + b"\n")
     return lines
-
-
-def _append_locked(
-    target: str | os.PathLike[str], data: bytes, *, fsync: bool
-) -> tuple[int, int, tuple[int, int, int]]:
-    """Append encoded lines to ``target`` (the caller holds the lock).
-
-    Returns where the lines start and end, and the file's (device, inode, mtime)
-    after the write.
-    """
-    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
-    try:
-        fd = os.open(target, flags, 0o644)
-    except FileNotFoundError:
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(target, flags, 0o644)
-    try:
-        info = os.fstat(fd)
-        size = info.st_size
-        if not data:
-            return size, size, (info.st_dev, info.st_ino, info.st_mtime_ns)
-        if size > 0:
-            os.lseek(fd, size - 1, os.SEEK_SET)
-            if os.read(fd, 1) != b"\n":
-                # A line torn by a crash: end it, so the new lines start on their own.
-                _write_all(fd, b"\n")
-        _write_all(fd, data)
-        if fsync:
-            os.fsync(fd)
-        after = os.fstat(fd)
-        end = after.st_size
-        return end - len(data), end, (after.st_dev, after.st_ino, after.st_mtime_ns)
-    finally:
-        os.close(fd)
 
 
 def new_file_mode() -> int:
