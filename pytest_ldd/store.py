@@ -178,11 +178,6 @@ class _ProcessLock:
             self._thread.release()
 
 
-# This process's id, kept current across fork(): asked for on every append.
-_PID = [os.getpid()]
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=lambda: _PID.__setitem__(0, os.getpid()))
-
 # Keyed by process too: a forked child must not share its parent's open lock file.
 _LOCKS: dict[tuple[int, str], _ProcessLock] = {}
 _LOCKS_GUARD = threading.Lock()
@@ -290,7 +285,7 @@ class TraceStore:
         self.ldd_dir.mkdir(parents=True, exist_ok=True)
 
     def _file_lock(self) -> _ProcessLock:
-        key = (_PID[0], os.path.abspath(self.lock_path))
+        key = (os.getpid(), os.path.abspath(self.lock_path))
         with _LOCKS_GUARD:
             lock = _LOCKS.get(key)
             if lock is None:
@@ -304,7 +299,15 @@ class TraceStore:
         Creates the folder: only writers lock.  Waiting longer than
         ``lock_timeout`` seconds raises :class:`StoreCorruptError`.
         """
-        pid = _PID[0]
+        lock = self._acquire()
+        try:
+            yield
+        finally:
+            lock.release()
+
+    def _acquire(self) -> _ProcessLock:
+        """Take the lock (see :meth:`lock`); the caller releases what is returned."""
+        pid = os.getpid()
         cached = self._lock_cache
         if cached is None or cached[0] != pid:
             # Once per store and process: the folder, the path, the shared lock.
@@ -312,18 +315,16 @@ class TraceStore:
             cached = self._lock_cache = (pid, self._file_lock())
         lock = cached[1]
         try:
-            with _os_errors(self.lock_path, "lock"):
-                lock.acquire(self.lock_timeout)
+            lock.acquire(self.lock_timeout)
+        except OSError as err:
+            raise _os_error(err, self.lock_path, "lock") from err
         except _LockBusy:
             msg = (
                 f"could not lock {self.lock_path} within {self.lock_timeout:g} s: another "
                 f"process holds it (a hung pytest or ldd command?); stop it and retry"
             )
             raise StoreCorruptError(msg, path=str(self.lock_path)) from None
-        try:
-            yield
-        finally:
-            lock.release()
+        return lock
 
     # ------------------------------------------------------------------ metrics.json
 
@@ -450,14 +451,20 @@ class TraceStore:
         facts: Sequence[Sequence[Any] | None] | None,
     ) -> list[int]:
         ends: list[int] = []
-        with self.lock():
+        # No context managers on this path: it runs once per test.
+        lock = self._acquire()
+        try:
             for index, (target, data) in enumerate(encoded):
-                with _os_errors(target, "append to"):
+                try:
                     start, end, ident = self._append_locked(target, data, fsync=fsync)
+                except OSError as err:
+                    raise _os_error(err, target, "append to") from err
                 ends.append(end)
                 if data:
                     known = facts[index] if facts is not None else None
                     self._note_append(target, ident, start, end, counts[index], known)
+        finally:
+            lock.release()
         return ends
 
     def _note_append(
@@ -475,8 +482,8 @@ class TraceStore:
             # Lines nobody described: what follows can no longer be taken from memory.
             self._runs.pop(key, None)
             return
-        if run is None or run.ident != ident or run.end != start or run.pid != _PID[0]:
-            run = self._runs[key] = OwnAppends(_PID[0], ident, start, start, 0, [])
+        if run is None or run.ident != ident or run.end != start or run.pid != os.getpid():
+            run = self._runs[key] = OwnAppends(os.getpid(), ident, start, start, 0, [])
         run.end = end
         run.lines += lines
         run.batches.append((start, facts))
@@ -497,7 +504,7 @@ class TraceStore:
         held = self._appenders.get(key)
         info = None
         if held is not None:
-            if held.pid == _PID[0]:
+            if held.pid == os.getpid():
                 info = os.fstat(held.fd)
             if info is None or info.st_nlink == 0:
                 # Forked, or the file was unlinked: what we hold is not the log.
@@ -510,7 +517,7 @@ class TraceStore:
             except FileNotFoundError:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(target, flags, 0o644)
-            held = self._appenders[key] = _Appender(_PID[0], fd)
+            held = self._appenders[key] = _Appender(os.getpid(), fd)
             info = os.fstat(fd)
         size = info.st_size
         ident = (info.st_dev, info.st_ino)
@@ -532,7 +539,7 @@ class TraceStore:
 
     def _close_appender(self, key: str) -> None:
         held = self._appenders.pop(key, None)
-        if held is not None and held.pid == _PID[0]:
+        if held is not None and held.pid == os.getpid():
             with suppress(OSError):
                 os.close(held.fd)
 
@@ -553,7 +560,7 @@ class TraceStore:
         the file's size and its ``ident`` the file's (device, inode).
         """
         run = self._runs.get(os.fspath(path))
-        if run is None or run.pid != _PID[0]:
+        if run is None or run.pid != os.getpid():
             return None
         return run
 
@@ -708,8 +715,12 @@ def _os_errors(path: str | os.PathLike[str], action: str) -> Iterator[None]:
     try:
         yield
     except OSError as err:
-        msg = f"cannot {action} {path}: {err.strerror or err}"
-        raise StoreCorruptError(msg, path=str(path)) from err
+        raise _os_error(err, path, action) from err
+
+
+def _os_error(err: OSError, path: str | os.PathLike[str], action: str) -> StoreCorruptError:
+    msg = f"cannot {action} {path}: {err.strerror or err}"
+    return StoreCorruptError(msg, path=str(path))
 
 
 def _encode_lines(
