@@ -12,6 +12,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -157,7 +158,7 @@ def pytest_pycollect_makeitem(
 ) -> list[pytest.Function] | None:
     """Collect generator test functions, which pytest alone refuses."""
     func = getattr(obj, "__func__", obj)
-    if not inspect.isgeneratorfunction(func) or not getattr(func, "__test__", True):
+    if not _is_generator_function(func) or not getattr(func, "__test__", True):
         return None
     if not collector.istestfunction(obj, name):
         return None
@@ -170,7 +171,7 @@ def pytest_pycollect_makeitem(
 def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     """Run a generator test, treating each yielded value as an observation."""
     testfunction = pyfuncitem.obj
-    if not inspect.isgeneratorfunction(testfunction):
+    if not _is_generator_function(testfunction):
         return None
     funcargs = pyfuncitem.funcargs
     testargs = {arg: funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
@@ -182,6 +183,14 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     finally:
         generator.close()
     return True
+
+
+def _is_generator_function(obj: object) -> bool:
+    # Asked of every name in every test module and of every test run: a plain
+    # function is answered from its code flags, anything else by inspect.
+    if type(obj) is FunctionType:
+        return bool(obj.__code__.co_flags & inspect.CO_GENERATOR)
+    return inspect.isgeneratorfunction(obj)
 
 
 # -- the fixture -----------------------------------------------------------------
