@@ -25,7 +25,15 @@ from typing import TYPE_CHECKING, Any
 from pytest_ldd.errors import UnknownMetricError
 from pytest_ldd.estimator import MeanHistoryEstimator
 from pytest_ldd.gates import Bound, format_value
-from pytest_ldd.registry import line_head, line_tail, observation_text, pair_text, utc_timestamp
+from pytest_ldd.registry import (
+    line_head,
+    line_tail,
+    number_text,
+    observation_text,
+    pair_text,
+    raw_text,
+    utc_timestamp,
+)
 
 if TYPE_CHECKING:
     from pytest_ldd.agents.corpus import CorpusTally
@@ -261,11 +269,16 @@ class TestRecorder:
             if tail is None:
                 tail = self._tail = line_tail(ctx.session_id, self.nodeid)
             stamp = utc_timestamp()
-            line = observation_text(head, observed, normalized, stamp, tail)
+            raw = raw_text(observed)
+            # A float in range normalizes to itself, and is encoded once.
+            value = raw if normalized is observed else number_text(normalized)
+            line = observation_text(head, raw, value, stamp, tail)
             if guessed is None:
                 self._observations.append(line)
             else:
-                pair = pair_text(head, guessed, normalized, predicted, observed, stamp, tail)
+                raw_guess = raw_text(predicted)
+                shown = raw_guess if guessed is predicted else number_text(guessed)
+                pair = pair_text(head, shown, value, raw_guess, raw, stamp, tail)
                 # Everything validated: only now does anything count.
                 self._observations.append(line)
                 self._pairs.append(pair)
@@ -429,17 +442,22 @@ class TestRecorder:
         """
         if not (self._counts or self._breaches or self._tally is not None):
             return None
-        payload: dict[str, Any] = {
-            "specs": list(self._specs.values()) if self._specs else [],
-            "counts": self._counts,
-            "observations": self._observations,
-            "pairs": self._pairs,
-            "errors": self._errors,
-            "breaches": [b.to_json() for b in self._breaches or ()],
-            "history": self._history_out or [],
-            "gates": self._gates or {},
-            "episodes": self._tally.to_dict() if self._tally is not None else None,
-        }
+        # Only what is there: the ledger reads every key with a default.
+        payload: dict[str, Any] = {"counts": self._counts}
+        if self._observations:
+            payload["observations"] = self._observations
+            payload["pairs"] = self._pairs
+            payload["errors"] = self._errors
+        if self._specs:
+            payload["specs"] = list(self._specs.values())
+        if self._breaches:
+            payload["breaches"] = [b.to_json() for b in self._breaches]
+        if self._history_out:
+            payload["history"] = self._history_out
+        if self._gates:
+            payload["gates"] = self._gates
+        if self._tally is not None:
+            payload["episodes"] = self._tally.to_dict()
         self._reset()
         return payload
 
@@ -499,7 +517,8 @@ class SessionLedger:
     def consume(self, payload: Mapping[str, Any]) -> None:
         """Write one payload (recording) and count it; called once per payload."""
         ctx = self.ctx
-        for spec_json in payload.get("specs", ()):
+        get = payload.get
+        for spec_json in get("specs", ()):
             # Keyed by the whole spec: a worker may declare a higher version of a
             # metric the controller already knows (a version bump on a marker).
             key = json.dumps(spec_json, sort_keys=True)
@@ -508,25 +527,26 @@ class SessionLedger:
 
                 ctx.registry.register(MetricSpec.from_json(spec_json, source="test report"))
                 self._known_specs.add(key)
-        observations = payload.get("observations", ())
-        pairs = payload.get("pairs", ())
+        observations = get("observations", ())
+        pairs = get("pairs", ())
         if ctx.recording and (observations or pairs):
             # The lines were built and validated by the test's own recorder (here or in
             # an xdist worker); they are written as they are, under one lock.
-            ctx.calibrator.append_lines(observations, pairs, payload.get("errors", ()))
-        for name, (observed, paired) in payload.get("counts", {}).items():
-            touch = self._touch(name)
+            ctx.calibrator.append_lines(observations, pairs, get("errors", ()))
+        touched = self.touched
+        for name, (observed, paired) in get("counts", _NOTHING).items():
+            touch = touched.get(name) or self._touch(name)
             touch.observations += observed
             touch.pairs += paired
             self.observations += observed
             self.pairs += paired
-        for b in payload.get("breaches", ()):
+        for b in get("breaches", ()):
             self._touch(b["metric"]).breaches.append(dict(b))
-        for name, limits in payload.get("gates", {}).items():
+        for name, limits in get("gates", _NOTHING).items():
             self._touch(name).gates.update(limits)
-        for name, key, value in payload.get("history", ()):
+        for name, key, value in get("history", ()):
             self.history.setdefault((name, key), []).append(float(value))
-        episodes = payload.get("episodes")
+        episodes = get("episodes")
         if episodes is not None:
             from pytest_ldd.agents.corpus import CorpusTally
 

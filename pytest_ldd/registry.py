@@ -316,38 +316,38 @@ def line_tail(session_id: str | None, nodeid: str | None) -> str:
     return f',"session_id":{_ENCODE_LINE(session_id)},"nodeid":{_ENCODE_LINE(nodeid)}}}'
 
 
-def observation_text(head: str, raw: Any, normalized: float, stamp: str, tail: str) -> str:
+def observation_text(head: str, raw: str, normalized: str, stamp: str, tail: str) -> str:
     """A line of ``observations.jsonl`` as JSON text: :meth:`Calibrator.observation_line`
     encoded, without building the dict (the plugin writes one per observed value).
 
     ``head`` and ``tail`` come from :func:`line_head` and :func:`line_tail`,
-    ``normalized`` from the metric, ``stamp`` from :func:`utc_timestamp`.
+    ``stamp`` from :func:`utc_timestamp`; ``raw`` is :func:`raw_text` of the raw
+    value and ``normalized`` :func:`number_text` of the metric's normalized value.
     """
-    return (
-        f'{head},"raw":{_raw_text(raw)},"normalized":{float.__repr__(normalized)},'
-        f'"timestamp":"{stamp}"{tail}'
-    )
+    return f'{head},"raw":{raw},"normalized":{normalized},"timestamp":"{stamp}"{tail}'
 
 
 def pair_text(
     head: str,
-    predicted: float,
-    observed: float,
-    raw_predicted: Any,
-    raw_observed: Any,
+    predicted: str,
+    observed: str,
+    raw_predicted: str,
+    raw_observed: str,
     stamp: str,
     tail: str,
 ) -> str:
     """A line of ``metric_calibrations.jsonl`` as JSON text (see :func:`observation_text`)."""
     return (
-        f'{head},"predicted":{float.__repr__(predicted)},'
-        f'"observed":{float.__repr__(observed)},"timestamp":"{stamp}",'
-        f'"raw_predicted":{_raw_text(raw_predicted)},"raw_observed":{_raw_text(raw_observed)}'
-        f"{tail}"
+        f'{head},"predicted":{predicted},"observed":{observed},"timestamp":"{stamp}",'
+        f'"raw_predicted":{raw_predicted},"raw_observed":{raw_observed}{tail}'
     )
 
 
-def _raw_text(value: Any) -> str:
+#: A normalized value (a finite float) as JSON text, as the log encoder writes it.
+number_text: Final = float.__repr__
+
+
+def raw_text(value: Any) -> str:
     """``_json_raw(value)`` as JSON text, as the log encoder writes it."""
     kind = type(value)
     if kind is float and math.isfinite(value):
