@@ -7,6 +7,7 @@ Heavy imports happen inside hooks, so loading the plugin costs next to nothing.
 from __future__ import annotations
 
 import inspect
+import json
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -74,6 +75,8 @@ class _TestPlan:
 
 
 _NO_PLAN = _TestPlan()
+
+_ENCODE_PAYLOAD = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 _SESSION_KEY = pytest.StashKey["LddSession"]()
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
@@ -619,8 +622,12 @@ class LddSession:
         if recorder is not None:
             payload = recorder.take_payload()
             if payload is not None:
-                # Plain JSON-able data on the report: xdist carries it to the controller.
-                report.ldd = payload  # type: ignore[attr-defined]
+                # Plain JSON-able data on the report: xdist carries it to the controller,
+                # as one JSON string (execnet's serializer is paid per object; the
+                # json module encodes a test's lines at C speed).
+                report.ldd = (  # type: ignore[attr-defined]
+                    _ENCODE_PAYLOAD(payload) if self.is_worker else payload
+                )
             if report.when == "teardown":
                 # The test is over: its recorder is garbage, not something every item
                 # keeps until the session ends.

@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from pytest_ldd.errors import UnknownMetricError
+from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
 from pytest_ldd.estimator import MeanHistoryEstimator
 from pytest_ldd.gates import Bound, format_value
 from pytest_ldd.registry import (
@@ -465,6 +465,18 @@ class TestRecorder:
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
+def _parse_payload(text: str) -> Mapping[str, Any]:
+    try:
+        payload = json.loads(text)
+    except ValueError as err:
+        msg = f"a test report carries a pytest-ldd payload that is not valid JSON ({err})"
+        raise InvalidObservationError(msg) from None
+    if not isinstance(payload, dict):
+        msg = f"a test report carries a pytest-ldd payload that is not an object ({text:.60})"
+        raise InvalidObservationError(msg)
+    return payload
+
+
 def _raw_number(observed: Any, normalized: float) -> float:
     """The raw value gates compare: the number itself, or the rate of a pair."""
     if isinstance(observed, (int, float)) and not isinstance(observed, bool):
@@ -514,8 +526,14 @@ class SessionLedger:
         self.corpus: dict[str, Any] = {}
         self.corpus_failures: list[str] = []
 
-    def consume(self, payload: Mapping[str, Any]) -> None:
-        """Write one payload (recording) and count it; called once per payload."""
+    def consume(self, payload: Mapping[str, Any] | str) -> None:
+        """Write one payload (recording) and count it; called once per payload.
+
+        ``payload`` is the dict of :meth:`TestRecorder.take_payload`, or that dict
+        as JSON text (how xdist workers send it).
+        """
+        if isinstance(payload, str):
+            payload = _parse_payload(payload)
         ctx = self.ctx
         get = payload.get
         for spec_json in get("specs", ()):
