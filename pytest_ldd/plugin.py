@@ -80,7 +80,6 @@ _ENCODE_PAYLOAD = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encod
 
 _SESSION_KEY = pytest.StashKey["LddSession"]()
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
-_RECORDER_KEY = pytest.StashKey["TestRecorder"]()
 
 
 # -- registration ----------------------------------------------------------------
@@ -340,9 +339,9 @@ def ldd(request: pytest.FixtureRequest) -> LddFixture:
 
 
 def _recorder_for(item: pytest.Item) -> TestRecorder:
-    recorder = item.stash.get(_RECORDER_KEY, None)
+    session = item.config.stash[_SESSION_KEY]
+    recorder = session.live.get(item.nodeid)
     if recorder is None:
-        session = item.config.stash[_SESSION_KEY]
         recorder = session.recorder_for(item)
     return recorder
 
@@ -376,6 +375,8 @@ class LddSession:
         self.error: str | None = None
         self.usage_error: str | None = None
         self._declared: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+        #: The recorders of the tests running or about to report, by node id.
+        self.live: dict[str, TestRecorder] = {}
 
     # -- start ---------------------------------------------------------------------
 
@@ -601,54 +602,56 @@ class LddSession:
             check=plan.check,
             group=f"{module}::{group}",
         )
-        item.stash[_RECORDER_KEY] = recorder
+        self.live[item.nodeid] = recorder
         return recorder
 
     @pytest.hookimpl(wrapper=True)
     def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
         result = yield
-        recorder = pyfuncitem.stash.get(_RECORDER_KEY, None)
+        recorder = self.live.get(pyfuncitem.nodeid)
         if recorder is not None and recorder.failures:
             failures, recorder.failures = recorder.failures, []
             pytest.fail("\n".join(failures), pytrace=False)
         return result
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_runtest_makereport(
-        self, item: pytest.Item, call: pytest.CallInfo[None]
-    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-        report = yield
-        recorder = item.stash.get(_RECORDER_KEY, None)
-        if recorder is not None:
-            payload = recorder.take_payload()
-            if payload is not None:
-                # Plain JSON-able data on the report: xdist carries it to the controller,
-                # as one JSON string (execnet's serializer is paid per object; the
-                # json module encodes a test's lines at C speed).
-                report.ldd = (  # type: ignore[attr-defined]
-                    _ENCODE_PAYLOAD(payload) if self.is_worker else payload
-                )
-            if report.when == "teardown":
-                # The test is over: its recorder is garbage, not something every item
-                # keeps until the session ends.
-                del item.stash[_RECORDER_KEY]
-        return report
-
+    @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        if self.ledger is None:
+        """Hand over what the test recorded since its last report.
+
+        One hook per report does it all: in a serial run the ledger takes the
+        payload straight from the test's recorder; an xdist worker attaches it to
+        the report before xdist sends it (hence tryfirst) and the controller's
+        ledger takes it from there.
+        """
+        payload = None
+        recorder = self.live.get(report.nodeid)
+        if recorder is not None:
+            if report.when == "teardown":
+                # The test is over: its recorder is garbage, not something kept
+                # until the session ends.
+                del self.live[report.nodeid]
+            payload = recorder.take_payload()
+            if payload is not None and self.is_worker:
+                # As one JSON string: execnet's serializer is paid per object, the
+                # json module encodes a test's lines at C speed.
+                report.ldd = _ENCODE_PAYLOAD(payload)  # type: ignore[attr-defined]
+                return
+        ledger = self.ledger
+        if ledger is None:
             return
-        payload = report.__dict__.pop("ldd", None)
-        if payload is not None and self.error is None:
+        if payload is None:
             # Popped: the terminal reporter keeps every report until the session
             # ends, and a payload it no longer needs is memory that grows with it.
+            payload = report.__dict__.pop("ldd", None)
+        if payload is not None and self.error is None:
             try:
-                self.ledger.consume(payload)
+                ledger.consume(payload)
             except LddError as exc:
                 # Raising here would be an INTERNALERROR (and, under xdist, kill the
                 # controller's loop); the session stops cleanly at the end instead.
                 self.error = f"{report.nodeid}: {exc}"
         if report.when == "teardown":
-            self.ledger.count_test()
+            ledger.count_test()
 
     # -- end -----------------------------------------------------------------------------
 
