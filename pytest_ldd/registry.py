@@ -555,6 +555,7 @@ def _check_pair_line(record: dict[str, Any]) -> None:
 
 def _quantize(error: float) -> int:
     # Round half up on the 1e-4 grid; errors lie in [0, 1], so bins are 0..10000.
+    # (_Accumulator.add_many inlines this.)
     return min(_BINS, max(0, math.floor(error * _BINS + 0.5)))
 
 
@@ -584,6 +585,21 @@ class _Accumulator:
             self.worst = error
         self.histogram[_quantize(error)] += 1
         self.recent.append(error)
+
+    def add_many(self, errors: Sequence[float]) -> None:
+        """:meth:`add` each of ``errors``, in order (a loop with local names)."""
+        if not errors:
+            return
+        histogram = self.histogram
+        total, worst = self.sum_abs, self.worst
+        for error in errors:
+            total += error
+            if worst is None or error > worst:
+                worst = error
+            histogram[min(_BINS, max(0, math.floor(error * _BINS + 0.5)))] += 1
+        self.n += len(errors)
+        self.sum_abs, self.worst = total, worst
+        self.recent.extend(errors)
 
     def widen(self, keep: int) -> None:
         if keep > self.keep:
@@ -1407,12 +1423,15 @@ class Calibrator:
         if (info.st_dev, info.st_ino) != run.ident or info.st_size != run.end:
             return False
         lines = 0
+        found: dict[str, list[float]] = {name: [] for name in accs}
         for start, facts in batches:
             lines += len(facts)
             for name, version, error in facts:
                 acc = accs.get(name)
                 if acc is not None and version == acc.version and start >= acc.cursor.offset:
-                    acc.add(error)
+                    found[name].append(error)
+        for name, errors in found.items():
+            accs[name].add_many(errors)
         end = Cursor(run.end, line_start.line + lines)
         for acc in accs.values():
             if end.offset > acc.cursor.offset:

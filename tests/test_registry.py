@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import math
+import re
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_ldd.compose import maximum, weighted_sum
 from pytest_ldd.errors import (
@@ -843,3 +847,121 @@ def test_histogram_is_dense_and_older_forms_still_read(tmp_path: Path) -> None:
         _unpack_histogram({"12": 0})
     with pytest.raises(ValueError, match="bytes"):
         _unpack_histogram({"dense": _pack_histogram(array("I", [1, 2]))["dense"]})
+
+
+# The plugin's fast paths must say exactly what the slow ones say.
+
+_STAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+
+_RAWS = {
+    "lat": st.one_of(st.floats(0, 1e6, allow_nan=False), st.integers(0, 10**6), st.just(math.inf)),
+    "rate": st.one_of(
+        st.floats(0, 1, allow_nan=False),
+        st.integers(0, 1),
+        st.tuples(st.integers(0, 5), st.integers(5, 9)),
+        st.fractions(0, 1),
+    ),
+    "delta": st.one_of(st.floats(-1e3, 1e3, allow_nan=False), st.integers(-1000, 1000)),
+}
+
+
+@settings(max_examples=150, deadline=None)
+@given(data=st.data(), name=st.sampled_from(sorted(_RAWS)), nodeid=st.text(max_size=12))
+def test_recorded_lines_are_the_line_builders_encoded(
+    tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, name: str, nodeid: str
+) -> None:
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext, TestRecorder
+
+    registry = MetricRegistry(TraceStore(tmp_path_factory.mktemp("lines")))
+    registry.register(positive_count("lat", description="request latency", normalize_scale=10))
+    registry.register(bounded_rate("rate", description="share of failing checks"))
+    registry.register(signed_delta("delta", description="change in size", normalize_scale=50))
+    calibrator = Calibrator(registry)
+    ctx = RunContext(
+        registry=registry,
+        calibrator=calibrator,
+        config=LddConfig(),
+        session_id="20261201T083000Z-3f2a9c",
+        recording=True,
+        start_states={},
+    )
+    observed = data.draw(_RAWS[name], label="observed")
+    predicted = data.draw(st.none() | _RAWS[name], label="predicted")
+    recorder = TestRecorder(ctx, nodeid)
+    recorder.observe(name, observed, predicted)
+    payload = recorder.take_payload()
+    assert payload is not None
+    kwargs = {"session_id": ctx.session_id, "nodeid": nodeid}
+    (line,) = payload["observations"]
+    expected = calibrator.observation_line(name, observed, **kwargs)
+    got = json.loads(line)
+    assert _STAMP.fullmatch(got.pop("timestamp"))
+    assert expected.pop("timestamp")
+    assert got == expected
+    if predicted is None:
+        assert payload["pairs"] == payload["errors"] == []
+        return
+    (pair,) = payload["pairs"]
+    expected = calibrator.pair_line(name, predicted, observed, **kwargs)
+    got = json.loads(pair)
+    assert _STAMP.fullmatch(got.pop("timestamp"))
+    assert expected.pop("timestamp")
+    assert got == expected
+    ((metric, version, error),) = payload["errors"]
+    assert (metric, version) == (name, 1)
+    assert error == abs(expected["predicted"] - expected["observed"])
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.floats(0, 1, allow_nan=False), max_size=40), st.integers(1, 12))
+def test_add_many_is_add_one_by_one(errors: list[float], keep: int) -> None:
+    from pytest_ldd.registry import _Accumulator
+    from pytest_ldd.store import Cursor
+
+    one, many = (_Accumulator(1, Cursor(), Cursor(), keep=keep) for _ in range(2))
+    for error in errors:
+        one.add(error)
+    many.add_many(errors)
+    assert (many.n, many.sum_abs, many.worst, list(many.recent)) == (
+        one.n,
+        one.sum_abs,
+        one.worst,
+        list(one.recent),
+    )
+    assert many.histogram == one.histogram
+
+
+def test_own_pairs_are_counted_from_memory_only_while_nobody_else_wrote(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(rate())
+    cal = Calibrator(registry)
+    log_errors(cal, "pass_rate", [0.1] * 5)
+    cal.update()
+    log_errors(cal, "pass_rate", [0.2] * 3)
+    run = registry.store.own_appends(registry.store.calibrations_path)
+    assert run is not None
+    assert run.lines == 8
+    # Another writer (another store object: another process) appends in between.
+    other = Calibrator(MetricRegistry(TraceStore(tmp_path)))
+    other.log_many([other.make_record("pass_rate", 0.0, 0.5)])
+    log_errors(cal, "pass_rate", [0.3])
+    stats = cal.stats("pass_rate")
+    assert stats.n == 10
+    assert stats.worst_error == pytest.approx(0.5)
+    assert cal.verify() == []
+
+
+def test_own_pairs_from_memory_equal_a_full_read(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register_many([rate("a"), rate("b")])
+    cal = Calibrator(registry)
+    log_errors(cal, "a", [0.1, 0.05])
+    cal.update()
+    log_errors(cal, "a", [0.3, 0.01])
+    log_errors(cal, "b", [0.2])
+    cal.update()
+    assert cal.stats("a").n == 4
+    assert cal.stats("b").n == 1
+    assert cal.verify() == []
+    assert cal.stats("a") == cal.recompute("a")

@@ -372,3 +372,45 @@ def test_a_deleted_store_folder_is_locked_afresh(tmp_path: Path) -> None:
     assert lock._handle is not None
     assert os.fstat(lock._handle.fileno()).st_ino == held
     assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second", "third"]
+
+
+def test_a_log_removed_or_replaced_while_held_open_is_reopened(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.append_observations(
+        [{"metric_name": "m", "metric_version": 1, "raw": 1, "normalized": 1}]
+    )
+    store.observations_path.unlink()
+    store.append_observations(
+        [{"metric_name": "m", "metric_version": 1, "raw": 2, "normalized": 1}]
+    )
+    assert [r["raw"] for r in store.read_jsonl(store.observations_path)[0]] == [2]
+    replacement = store.ldd_dir / "replacement"
+    line = {"metric_name": "m", "metric_version": 1, "raw": 3, "normalized": 1}
+    replacement.write_text(json.dumps(line) + "\n")
+    os.replace(replacement, store.observations_path)
+    store.append_observations(
+        [{"metric_name": "m", "metric_version": 1, "raw": 4, "normalized": 1}]
+    )
+    records, _ = store.read_jsonl(store.observations_path)
+    assert [r["raw"] for r in records] == [3, 4]
+
+
+def test_another_writers_torn_line_is_ended_before_the_next_append(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.append_sessions([{"id": "first"}])
+    with store.sessions_path.open("ab") as handle:
+        handle.write(b'{"id": "torn')  # a writer killed mid-line, after our append
+    store.append_sessions([{"id": "second"}])
+    with pytest.warns(LddWarning, match="torn|not valid JSON|skipped"):
+        records, _ = store.read_jsonl(store.sessions_path)
+    assert [r["id"] for r in records] == ["first", "second"]
+
+
+def test_close_releases_the_open_logs_and_appending_reopens_them(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.append_sessions([{"id": "first"}])
+    assert store._appenders
+    store.close()
+    assert not store._appenders
+    store.append_sessions([{"id": "second"}])
+    assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["first", "second"]
