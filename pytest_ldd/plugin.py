@@ -79,6 +79,9 @@ _NO_PLAN = _TestPlan()
 _ENCODE_PAYLOAD = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
 
 _SESSION_KEY = pytest.StashKey["LddSession"]()
+_YIELD_TESTS_KEY = pytest.StashKey[bool]()
+_YIELD_PLUGIN = "ldd-yield"
+_GATES_PLUGIN = "ldd-gates"
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
 
 
@@ -149,6 +152,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is not None:
         config.pluginmanager.unregister(session)
         del config.stash[_SESSION_KEY]
+    for name in (_YIELD_PLUGIN, _GATES_PLUGIN):
+        plugin = config.pluginmanager.get_plugin(name)
+        if plugin is not None:
+            config.pluginmanager.unregister(plugin)
 
 
 # -- yield tests -----------------------------------------------------------------
@@ -166,25 +173,53 @@ def pytest_pycollect_makeitem(
         return None
     # _genfunctions is how pytest itself turns a test function into items: it applies
     # parametrize, fixtures and marks, so yield tests behave like any other test.
+    collector.config.stash[_YIELD_TESTS_KEY] = True
     return list(collector._genfunctions(name, func))
 
 
-@pytest.hookimpl(tryfirst=True)
-def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
-    """Run a generator test, treating each yielded value as an observation."""
-    testfunction = pyfuncitem.obj
-    if not _is_generator_function(testfunction):
-        return None
-    funcargs = pyfuncitem.funcargs
-    testargs = {arg: funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
-    generator = testfunction(**testargs)
-    fixture = LddFixture(pyfuncitem)
-    try:
-        for value in generator:
-            fixture._take_yielded(value)
-    finally:
-        generator.close()
-    return True
+class _YieldTests:
+    """Runs generator tests; registered (as ``ldd-yield``) once collection made one.
+
+    Per-test hooks cost every test of the session: a project without yield tests
+    does not pay for this one.
+    """
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> bool | None:
+        """Run a generator test, treating each yielded value as an observation."""
+        testfunction = pyfuncitem.obj
+        if not _is_generator_function(testfunction):
+            return None
+        funcargs = pyfuncitem.funcargs
+        testargs = {arg: funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
+        generator = testfunction(**testargs)
+        fixture = LddFixture(pyfuncitem)
+        try:
+            for value in generator:
+                fixture._take_yielded(value)
+        finally:
+            generator.close()
+        return True
+
+
+class _GateFailures:
+    """Fails a test whose load-bearing gates it breached (registered as ``ldd-gates``).
+
+    Registered only when some gate bound can apply (``[tool.ldd.metrics]`` bounds
+    or a marker's ``le``/``lt``/``ge``/``gt``): only then can a test collect failures.
+    """
+
+    def __init__(self, session: LddSession) -> None:
+        self.session = session
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
+        result = yield
+        recorder = self.session.live.get(pyfuncitem.nodeid)
+        if recorder is not None and recorder.failures:
+            failures, recorder.failures = recorder.failures, []
+            pytest.fail("\n".join(failures), pytrace=False)
+        return result
 
 
 def _is_generator_function(obj: object) -> bool:
@@ -470,11 +505,13 @@ class LddSession:
     ) -> None:
         if self.ctx is None:
             return
+        gated = bool(self.ctx.config_bounds)
         try:
             for item in items:
                 markers = list(item.iter_markers("metric"))
                 if markers:
-                    item.stash[_PLAN_KEY] = self._plan(item, markers)
+                    plan = item.stash[_PLAN_KEY] = self._plan(item, markers)
+                    gated = gated or bool(plan.bounds)
         except pytest.UsageError as exc:
             if not self.is_worker:
                 raise
@@ -484,6 +521,12 @@ class LddSession:
             workeroutput: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
             workeroutput["ldd_usage_error"] = str(exc)
             items.clear()
+            return
+        manager = config.pluginmanager
+        if config.stash.get(_YIELD_TESTS_KEY, False) and not manager.has_plugin(_YIELD_PLUGIN):
+            manager.register(_YieldTests(), _YIELD_PLUGIN)
+        if gated and not manager.has_plugin(_GATES_PLUGIN):
+            manager.register(_GateFailures(self), _GATES_PLUGIN)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_testnodedown(self, node: Any, error: object) -> None:
@@ -604,15 +647,6 @@ class LddSession:
         )
         self.live[item.nodeid] = recorder
         return recorder
-
-    @pytest.hookimpl(wrapper=True)
-    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
-        result = yield
-        recorder = self.live.get(pyfuncitem.nodeid)
-        if recorder is not None and recorder.failures:
-            failures, recorder.failures = recorder.failures, []
-            pytest.fail("\n".join(failures), pytrace=False)
-        return result
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
