@@ -138,6 +138,8 @@ class RunContext:
     base_dir: Path | None = None
     #: Whether payloads carry metric specs (xdist workers: the controller registers them).
     ship_specs: bool = False
+    #: The (metric, version) specs this process's payloads have carried so far.
+    shipped_specs: set[tuple[str, int]] = field(default_factory=set)
     #: The start of each (metric, version)'s log lines (see ``registry.line_head``).
     line_heads: dict[tuple[str, int], str] = field(default_factory=dict)
     _prices: Any = None
@@ -187,7 +189,6 @@ class TestRecorder:
         "_history_out",
         "_observations",
         "_pairs",
-        "_sent_specs",
         "_specs",
         "_tail",
         "_tally",
@@ -222,7 +223,6 @@ class TestRecorder:
         self.group = group or nodeid
         self.failures: list[str] = []
         self._history: dict[str, list[float]] | None = None
-        self._sent_specs: set[str] | None = None
         self._tail: str | None = None
         self._reset()
 
@@ -302,16 +302,15 @@ class TestRecorder:
 
     def _ship_spec(self, name: str, spec: MetricSpec) -> None:
         # Only an xdist worker's payloads must carry specs: in a serial run the ledger
-        # shares this registry and knows every metric already.
-        if not self.ctx.ship_specs:
+        # shares this registry and knows every metric already.  Once per worker and
+        # spec version: a worker's reports reach the controller in order.
+        ctx = self.ctx
+        if not ctx.ship_specs or (name, spec.version) in ctx.shipped_specs:
             return
-        if self._sent_specs is None:
-            self._sent_specs = set()
-        if name not in self._sent_specs:
-            if self._specs is None:
-                self._specs = {}
-            self._specs[name] = spec.to_json()
-            self._sent_specs.add(name)
+        if self._specs is None:
+            self._specs = {}
+        self._specs[name] = spec.to_json()
+        ctx.shipped_specs.add((name, spec.version))
 
     def _history_for(self, name: str) -> list[float]:
         if self._history is None:
