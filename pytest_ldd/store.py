@@ -65,7 +65,7 @@ DEFAULT_LOCK_TIMEOUT: Final = 120.0
 _CHUNK: Final = 1 << 20
 
 #: How many lines of its own appends a store remembers (see ``own_appends``).
-_MAX_REMEMBERED_LINES: Final = 1_000_000
+_MAX_REMEMBERED_LINES: Final = 200_000
 
 
 class _LockBusy(Exception):

@@ -965,3 +965,20 @@ def test_own_pairs_from_memory_equal_a_full_read(tmp_path: Path) -> None:
     assert cal.stats("b").n == 1
     assert cal.verify() == []
     assert cal.stats("a") == cal.recompute("a")
+
+
+def test_past_the_memory_cap_own_pairs_are_read_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pytest_ldd.store
+
+    monkeypatch.setattr(pytest_ldd.store, "_MAX_REMEMBERED_LINES", 3)
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(rate())
+    cal = Calibrator(registry)
+    log_errors(cal, "pass_rate", [0.1, 0.2, 0.3])
+    assert registry.store.own_appends(registry.store.calibrations_path) is not None
+    log_errors(cal, "pass_rate", [0.4])
+    assert registry.store.own_appends(registry.store.calibrations_path) is None
+    assert cal.stats("pass_rate").n == 4
+    assert cal.stats("pass_rate").worst_error == pytest.approx(0.4)
