@@ -710,7 +710,7 @@ class LddSession:
                 store = self.ctx.registry.store
                 try:
                     store.append_sessions([self.document])
-                    store.sync()  # fsyncs the session line with the pairs
+                    store.sync([store.sessions_path])  # the logs were synced by finish()
                 except LddError as exc:
                     raise pytest.UsageError(f"pytest-ldd: {exc}") from None
                 finally:

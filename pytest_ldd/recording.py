@@ -23,7 +23,6 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
-from pytest_ldd.estimator import MeanHistoryEstimator
 from pytest_ldd.gates import Bound, format_value
 from pytest_ldd.registry import (
     line_head,
@@ -257,6 +256,8 @@ class TestRecorder:
         predictor = self.predictors.get(name) or ctx.config_predictors.get(name)
         if predicted is None and predictor == "history_mean":
             history = self._history_for(name)
+            from pytest_ldd.estimator import MeanHistoryEstimator
+
             guess = MeanHistoryEstimator(window=ctx.history_window(name)).predict(history)
             predicted = guess.value
         guessed = None if predicted is None else metric.normalize(predicted, field="predicted")
@@ -589,6 +590,8 @@ class SessionLedger:
         ctx = self.ctx
         corpus_gates = corpus_gates or {}
         if self._tally is not None:
+            from pytest_ldd.estimator import MeanHistoryEstimator
+
             summary = self._tally.summary()
             aggregates = self._tally.aggregates()
             self.corpus = corpus_section(summary)
@@ -616,6 +619,10 @@ class SessionLedger:
                 ctx.calibrator.log_many(pairs)
             self.corpus["gates"] = self._corpus_gates(aggregates, corpus_gates)
         if ctx.recording:
+            # The pairs reach the disk before metrics.json counts them: after a power
+            # loss the statistics never point past the end of the logs.
+            store = ctx.registry.store
+            store.sync([store.calibrations_path, store.observations_path])
             before = {name: ctx.registry.state(name) for name in self.touched}
             changes = ctx.calibrator.update(list(self.touched), history=self.history)
             self.state_changes = [(name, before.get(name, old), new) for name, old, new in changes]

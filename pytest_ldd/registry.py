@@ -574,11 +574,15 @@ class _Accumulator:
     #: stored form costs the same whatever the history.
     histogram: array[int] = field(default_factory=lambda: _empty_histogram())
     recent: deque[float] = field(default_factory=deque)
+    #: The stored form of ``histogram`` while it is unchanged since read or packed:
+    #: a write of ``metrics.json`` re-packs only the histograms that changed.
+    packed: str | None = field(default=None, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         self.recent = deque(self.recent, maxlen=self.keep)
 
     def add(self, error: float) -> None:
+        self.packed = None
         self.n += 1
         self.sum_abs += error
         if self.worst is None or error > self.worst:
@@ -590,6 +594,7 @@ class _Accumulator:
         """:meth:`add` each of ``errors``, in order (a loop with local names)."""
         if not errors:
             return
+        self.packed = None
         histogram = self.histogram
         total, worst = self.sum_abs, self.worst
         for error in errors:
@@ -637,10 +642,15 @@ class _Accumulator:
             "n": self.n,
             "sum_abs_error": self.sum_abs,
             "worst_error": self.worst,
-            "histogram": _pack_histogram(self.histogram),
+            "histogram": {"dense": self._packed()},
             "recent_errors": list(self.recent),
             "recent_keep": self.keep,
         }
+
+    def _packed(self) -> str:
+        if self.packed is None:
+            self.packed = _pack_histogram(self.histogram)["dense"]
+        return self.packed
 
     @classmethod
     def from_json(cls, data: object, source: str) -> _Accumulator:
@@ -674,6 +684,9 @@ class _Accumulator:
             or len(acc.recent) > min(acc.n, acc.keep)
         ):
             raise bad("has inconsistent counts", data)
+        stored = data["histogram"]
+        if isinstance(stored, Mapping) and set(stored) == {"dense"}:
+            acc.packed = str(stored["dense"])
         return acc
 
 

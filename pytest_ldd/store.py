@@ -671,17 +671,30 @@ class TraceStore:
             end = cursor
         return records, end
 
-    def sync(self) -> None:
-        """fsync the JSONL logs that exist (session end: nothing finished is lost)."""
-        for path in (self.calibrations_path, self.observations_path, self.sessions_path):
+    def sync(self, paths: Sequence[str | os.PathLike[str]] | None = None) -> None:
+        """fsync the JSONL logs that exist (default: all three; session end: nothing
+        finished is lost)."""
+        if paths is None:
+            paths = (self.calibrations_path, self.observations_path, self.sessions_path)
+        for path in paths:
             try:
-                fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
-            except FileNotFoundError:
-                continue
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
+                self._sync_one(path)
+            except OSError as err:
+                raise _os_error(err, path, "fsync") from err
+
+    def _sync_one(self, path: str | os.PathLike[str]) -> None:
+        held = self._appenders.get(os.fspath(path))
+        if held is not None and held.pid == os.getpid():
+            os.fsync(held.fd)
+            return
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+        except FileNotFoundError:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 # ---------------------------------------------------------------------- helpers

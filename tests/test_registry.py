@@ -982,3 +982,61 @@ def test_past_the_memory_cap_own_pairs_are_read_back(
     assert registry.store.own_appends(registry.store.calibrations_path) is None
     assert cal.stats("pass_rate").n == 4
     assert cal.stats("pass_rate").worst_error == pytest.approx(0.4)
+
+
+def test_only_changed_histograms_are_packed_again(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register_many([rate("a"), rate("b")])
+    cal = Calibrator(registry)
+    log_errors(cal, "a", [0.1, 0.3])
+    log_errors(cal, "b", [0.2, 0.4, 0.6])
+    cal.update()
+    reopened = Calibrator(MetricRegistry(TraceStore(tmp_path)))
+    before = json.loads(registry.store.metrics_path.read_text())
+    log_errors(reopened, "a", [0.9])
+    reopened.update()
+    after = json.loads(registry.store.metrics_path.read_text())
+
+    def histogram(doc: dict[str, Any], name: str) -> Any:
+        (state,) = (s for s in doc["promotions"] if s["metric_name"] == name)
+        return state["calibration"]["histogram"]
+
+    assert histogram(after, "b") == histogram(before, "b")
+    assert histogram(after, "a") != histogram(before, "a")
+    final = Calibrator(MetricRegistry(TraceStore(tmp_path)))
+    assert final.stats("a").p95_error == final.recompute("a").p95_error == pytest.approx(0.9)
+    assert final.verify() == []
+
+
+def test_a_recording_session_syncs_its_logs_before_metrics_json_counts_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext, SessionLedger, TestRecorder
+
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(rate())
+    ctx = RunContext(
+        registry=registry,
+        calibrator=Calibrator(registry),
+        config=LddConfig(),
+        session_id="20261201T083000Z-3f2a9c",
+        recording=True,
+        start_states={},
+    )
+    ledger = SessionLedger(ctx)
+    recorder = TestRecorder(ctx, "test_a.py::test_a")
+    recorder.observe("pass_rate", 0.5, 0.5)
+    ledger.consume(recorder.take_payload() or {})
+    store = registry.store
+    events: list[str] = []
+    real_sync, real_write = store.sync, store.write_metrics
+    monkeypatch.setattr(
+        store, "sync", lambda paths=None: events.append("sync") or real_sync(paths)
+    )
+    monkeypatch.setattr(
+        store, "write_metrics", lambda doc: events.append("write") or real_write(doc)
+    )
+    ledger.finish()
+    assert events == ["sync", "write"]
+    assert Calibrator(MetricRegistry(TraceStore(tmp_path))).stats("pass_rate").n == 1
