@@ -252,7 +252,7 @@ class TestRecorder:
             raise UnknownMetricError(unknown_metric_message(name), name=name) from None
         spec = metric.spec
         normalized = metric.normalize(observed, field="observed")
-        raw_value = _raw_number(observed, normalized)
+        raw_value = observed if type(observed) is float else _raw_number(observed, normalized)
         predictor = self.predictors.get(name) or ctx.config_predictors.get(name)
         if predicted is None and predictor == "history_mean":
             history = self._history_for(name)

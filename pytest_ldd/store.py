@@ -111,7 +111,7 @@ class _ProcessLock:
     file stays open: the plugin takes the lock once per test.
     """
 
-    __slots__ = ("_depth", "_handle", "_ident", "_path", "_thread")
+    __slots__ = ("_depth", "_handle", "_ident", "_path", "_thread", "generation")
 
     def __init__(self, path: str) -> None:
         self._path = path
@@ -119,6 +119,9 @@ class _ProcessLock:
         self._depth = 0
         self._handle: Any = None
         self._ident = (0, 0)
+        #: How many times the lock file was opened: a new one means a new folder,
+        #: and the logs a store keeps open must be opened afresh too.
+        self.generation = 0
 
     def acquire(self, timeout: float) -> None:
         """Take the lock, waiting at most ``timeout`` seconds (_LockBusy after)."""
@@ -141,6 +144,7 @@ class _ProcessLock:
                 self._handle = open(self._path, "a")  # noqa: SIM115 - kept open on purpose
                 held = os.fstat(self._handle.fileno())
                 self._ident = (held.st_ino, held.st_dev)
+                self.generation += 1
             if not _try_lock(self._handle):
                 if time.monotonic() >= deadline:
                     raise _LockBusy("held by another process")
@@ -235,11 +239,12 @@ class OwnAppends:
 class _Appender:
     """A log a store keeps open for appending, and where its last write ended."""
 
-    __slots__ = ("end", "fd", "pid")
+    __slots__ = ("end", "fd", "generation", "pid")
 
-    def __init__(self, pid: int, fd: int) -> None:
+    def __init__(self, pid: int, fd: int, generation: int) -> None:
         self.pid = pid
         self.fd = fd
+        self.generation = generation
         self.end = -1
 
 
@@ -456,7 +461,9 @@ class TraceStore:
         try:
             for index, (target, data) in enumerate(encoded):
                 try:
-                    start, end, ident = self._append_locked(target, data, fsync=fsync)
+                    start, end, ident = self._append_locked(
+                        target, data, fsync=fsync, generation=lock.generation
+                    )
                 except OSError as err:
                     raise _os_error(err, target, "append to") from err
                 ends.append(end)
@@ -492,22 +499,24 @@ class TraceStore:
             del self._runs[key]
 
     def _append_locked(
-        self, target: str | os.PathLike[str], data: bytes, *, fsync: bool
+        self, target: str | os.PathLike[str], data: bytes, *, fsync: bool, generation: int
     ) -> tuple[int, int, tuple[int, int]]:
         """Append encoded lines to ``target`` (the caller holds the lock).
 
         Returns where the lines start and end, and the file's (device, inode).
         Each log stays open between appends (a session appends once per test);
-        one that was removed or replaced meanwhile is opened afresh.
+        one that was removed or replaced meanwhile is opened afresh, and so is
+        every log once the lock file was (``generation``: a moved or recreated
+        folder).
         """
         key = os.fspath(target)
         held = self._appenders.get(key)
         info = None
         if held is not None:
-            if held.pid == os.getpid():
+            if held.pid == os.getpid() and held.generation == generation:
                 info = os.fstat(held.fd)
             if info is None or info.st_nlink == 0:
-                # Forked, or the file was unlinked: what we hold is not the log.
+                # Forked, a new folder, or the file was unlinked: not the log.
                 self._close_appender(key)
                 held = info = None
         if held is None or info is None:
@@ -517,7 +526,7 @@ class TraceStore:
             except FileNotFoundError:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(target, flags, 0o644)
-            held = self._appenders[key] = _Appender(os.getpid(), fd)
+            held = self._appenders[key] = _Appender(os.getpid(), fd, generation)
             info = os.fstat(fd)
         size = info.st_size
         ident = (info.st_dev, info.st_ino)

@@ -414,3 +414,13 @@ def test_close_releases_the_open_logs_and_appending_reopens_them(tmp_path: Path)
     assert not store._appenders
     store.append_sessions([{"id": "second"}])
     assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["first", "second"]
+
+
+def test_a_moved_store_folder_is_appended_to_afresh(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.append_sessions([{"id": "first"}])
+    os.rename(store.ldd_dir, tmp_path / "moved")
+    store.append_sessions([{"id": "second"}])
+    assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second"]
+    moved = TraceStore(tmp_path, ldd_dir="moved")
+    assert [r["id"] for r in moved.read_jsonl(moved.sessions_path)[0]] == ["first"]
