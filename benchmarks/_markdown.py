@@ -31,9 +31,7 @@ def render(doc: dict[str, Any]) -> str:
         f"Machine: {m['cpu']}, {m['cores']} cores, "
         f"{(m['memory_bytes'] or 0) / 2**30:.0f} GiB RAM, {m['os']}; Python {m['python']}, "
         f"pytest {v['pytest']}, pytest-xdist {v['pytest-xdist']}, "
-        f"pytest-harvest {v['pytest-harvest']}, "
-        + ", ".join(f"{name} {v[name]}" for name in ("filelock", "portalocker") if v.get(name))
-        + "; "
+        f"pytest-harvest {v['pytest-harvest']}; "
         f"pytest-ldd at {v['commit']}. Run {doc['generated_at']}"
         f"{' (--quick)' if doc['quick'] else ''}, {doc['repetitions']} repetitions per arm, "
         f"load average {doc.get('load_average_before')} before and "

@@ -565,8 +565,7 @@ def versions() -> dict[str, str | None]:
         "pytest-xdist",
         "pytest-harvest",
         "pluggy",
-        "filelock",
-        "portalocker",
+        "portalocker",  # the store lock on Windows only
     ):
         try:
             found[dist] = metadata.version(dist)
