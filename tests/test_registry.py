@@ -1040,3 +1040,26 @@ def test_a_recording_session_syncs_its_logs_before_metrics_json_counts_them(
     ledger.finish()
     assert events == ["sync", "write"]
     assert Calibrator(MetricRegistry(TraceStore(tmp_path))).stats("pass_rate").n == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("{not json", "not valid JSON"), ("[1, 2]", "not an object")]
+)
+def test_a_malformed_worker_payload_is_a_clear_error(
+    tmp_path: Path, text: str, expected: str
+) -> None:
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext, SessionLedger
+
+    registry = MetricRegistry(TraceStore(tmp_path))
+    ctx = RunContext(
+        registry=registry,
+        calibrator=Calibrator(registry),
+        config=LddConfig(),
+        session_id="s",
+        recording=True,
+        start_states={},
+    )
+    with pytest.raises(InvalidObservationError, match=expected):
+        SessionLedger(ctx).consume(text)
+    assert not registry.store.exists()
