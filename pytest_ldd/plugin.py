@@ -76,7 +76,9 @@ class _TestPlan:
 
 _NO_PLAN = _TestPlan()
 
-_ENCODE_PAYLOAD = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+# allow_nan: a raw value may be infinite (a positive metric's +inf); the payload is
+# JSON between two pytest-ldd processes, and the controller's json reads it back.
+_ENCODE_PAYLOAD = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
 
 _SESSION_KEY = pytest.StashKey["LddSession"]()
 _YIELD_TESTS_KEY = pytest.StashKey[bool]()
@@ -668,7 +670,11 @@ class LddSession:
             if payload is not None and self.is_worker:
                 # As one JSON string: execnet's serializer is paid per object, the
                 # json module encodes a test's lines at C speed.
-                report.ldd = _ENCODE_PAYLOAD(payload)  # type: ignore[attr-defined]
+                try:
+                    report.ldd = _ENCODE_PAYLOAD(payload)  # type: ignore[attr-defined]
+                except (TypeError, ValueError):
+                    # Not JSON: let xdist's own serializer carry it (and say why not).
+                    report.ldd = payload  # type: ignore[attr-defined]
                 return
         ledger = self.ledger
         if ledger is None:

@@ -466,15 +466,63 @@ _NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
 def _parse_payload(text: str) -> Mapping[str, Any]:
+    """A worker's payload, checked enough that nothing malformed reaches the logs."""
+    what = "a test report carries a pytest-ldd payload"
     try:
         payload = json.loads(text)
     except ValueError as err:
-        msg = f"a test report carries a pytest-ldd payload that is not valid JSON ({err})"
+        msg = f"{what} that is not valid JSON ({err})"
         raise InvalidObservationError(msg) from None
     if not isinstance(payload, dict):
-        msg = f"a test report carries a pytest-ldd payload that is not an object ({text:.60})"
+        msg = f"{what} that is not an object ({text:.60})"
+        raise InvalidObservationError(msg)
+    problem = _payload_problem(payload)
+    if problem is not None:
+        # Only a worker running another version of pytest-ldd sends such a thing.
+        msg = f"{what} of another shape: {problem} (is every worker on the same version?)"
         raise InvalidObservationError(msg)
     return payload
+
+
+def _payload_problem(payload: Mapping[str, Any]) -> str | None:
+    counts = payload.get("counts", {})
+    if not isinstance(counts, dict) or not all(
+        isinstance(name, str)
+        and isinstance(pair, list)
+        and len(pair) == 2
+        and all(type(n) is int for n in pair)
+        for name, pair in counts.items()
+    ):
+        return f"'counts' must map metric names to [observations, pairs] (got {counts!r:.80})"
+    for key in ("observations", "pairs"):
+        lines = payload.get(key, [])
+        if not isinstance(lines, list) or not all(
+            isinstance(line, str) and line[:1] == "{" and line[-1:] == "}" and "\n" not in line
+            for line in lines
+        ):
+            return f"{key!r} must be a list of one-line JSON objects (got {lines!r:.80})"
+    errors = payload.get("errors", [])
+    if not isinstance(errors, list) or not all(
+        isinstance(e, list)
+        and len(e) == 3
+        and isinstance(e[0], str)
+        and type(e[1]) is int
+        and isinstance(e[2], float)
+        for e in errors
+    ):
+        return f"'errors' must be a list of [metric, version, error] (got {errors!r:.80})"
+    shapes: dict[str, tuple[type, Any]] = {
+        "specs": (list, lambda v: all(isinstance(s, dict) for s in v)),
+        "breaches": (list, lambda v: all(isinstance(b, dict) and "metric" in b for b in v)),
+        "gates": (dict, lambda v: all(isinstance(g, list) for g in v.values())),
+        "history": (list, lambda v: all(isinstance(h, list) and len(h) == 3 for h in v)),
+        "episodes": (dict, lambda v: True),
+    }
+    for key, (kind, check) in shapes.items():
+        value = payload.get(key)
+        if value is not None and not (isinstance(value, kind) and check(value)):
+            return f"{key!r} is malformed (got {value!r:.80})"
+    return None
 
 
 def _raw_number(observed: Any, normalized: float) -> float:

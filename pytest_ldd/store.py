@@ -239,12 +239,14 @@ class OwnAppends:
 class _Appender:
     """A log a store keeps open for appending, and where its last write ended."""
 
-    __slots__ = ("end", "fd", "generation", "pid")
+    __slots__ = ("end", "fd", "generation", "ident", "pid")
 
-    def __init__(self, pid: int, fd: int, generation: int) -> None:
+    def __init__(self, pid: int, fd: int, generation: int, ident: tuple[int, int]) -> None:
         self.pid = pid
         self.fd = fd
         self.generation = generation
+        #: The (device, inode) of the file opened: the log while its path still has it.
+        self.ident = ident
         self.end = -1
 
 
@@ -505,18 +507,21 @@ class TraceStore:
 
         Returns where the lines start and end, and the file's (device, inode).
         Each log stays open between appends (a session appends once per test);
-        one that was removed or replaced meanwhile is opened afresh, and so is
-        every log once the lock file was (``generation``: a moved or recreated
-        folder).
+        one whose path no longer names the open file (removed, replaced, renamed)
+        is opened afresh, and so is every log once the lock file was
+        (``generation``: a moved or recreated folder).
         """
         key = os.fspath(target)
         held = self._appenders.get(key)
         info = None
         if held is not None:
             if held.pid == os.getpid() and held.generation == generation:
-                info = os.fstat(held.fd)
-            if info is None or info.st_nlink == 0:
-                # Forked, a new folder, or the file was unlinked: not the log.
+                # The path, not the descriptor: a log renamed away (rotated by hand)
+                # must not go on receiving the lines meant for the log.
+                with suppress(FileNotFoundError):
+                    info = os.stat(target)
+            if info is None or (info.st_dev, info.st_ino) != held.ident:
+                # Forked, a new folder, or the file was removed, replaced or renamed.
                 self._close_appender(key)
                 held = info = None
         if held is None or info is None:
@@ -526,8 +531,10 @@ class TraceStore:
             except FileNotFoundError:
                 Path(target).parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(target, flags, 0o644)
-            held = self._appenders[key] = _Appender(os.getpid(), fd, generation)
             info = os.fstat(fd)
+            held = self._appenders[key] = _Appender(
+                os.getpid(), fd, generation, (info.st_dev, info.st_ino)
+            )
         size = info.st_size
         ident = (info.st_dev, info.st_ino)
         if not data:

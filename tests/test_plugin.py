@@ -460,3 +460,28 @@ def test_a_version_bump_under_xdist_is_registered_like_a_serial_one(
     assert spec["version"] == 2
     (state,) = metrics_doc(pytester.path / ".ldd")["promotions"]
     assert (state["version"], state["n_calibration_samples"]) == (2, 1)
+
+
+def test_an_infinite_history_value_travels_through_xdist(pytester: pytest.Pytester) -> None:
+    # A positive metric takes +inf; a worker's payload carries it as JSON all the same.
+    pytester.makepyfile(
+        test_inf="""
+        import pytest
+
+        @pytest.mark.metric("lat", kind="positive", unit="ms", normalize_scale=1000,
+                            description="latency of the endpoint", predictor="history_mean")
+        def test_inf(ldd):
+            ldd.observe("lat", float("inf"))
+
+        @pytest.mark.metric("lat")
+        def test_fails():
+            assert False
+        """
+    )
+    result = run(pytester, "-n", "1")
+    assert "INTERNALERROR" not in result.stdout.str()
+    result.assert_outcomes(passed=1, failed=1)
+    recorded = run(pytester, "--ldd", "-n", "1")
+    assert "INTERNALERROR" not in recorded.stdout.str() + recorded.stderr.str()
+    assert recorded.ret == pytest.ExitCode.USAGE_ERROR
+    assert "must be a finite number (got inf)" in recorded.stderr.str()

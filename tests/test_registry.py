@@ -1063,3 +1063,36 @@ def test_a_malformed_worker_payload_is_a_clear_error(
     with pytest.raises(InvalidObservationError, match=expected):
         SessionLedger(ctx).consume(text)
     assert not registry.store.exists()
+
+
+@pytest.mark.parametrize(
+    ("payload", "expected"),
+    [
+        ({"counts": [1]}, "'counts' must map"),
+        ({"counts": {"x": [1]}}, "'counts' must map"),
+        ({"observations": ["not json"], "pairs": []}, "'observations' must be a list"),
+        ({"pairs": ['{"a":1}\n{"b":2}']}, "'pairs' must be a list"),
+        ({"errors": [["m", 1]]}, "'errors' must be a list"),
+        ({"breaches": [{"value": 1}]}, "'breaches' is malformed"),
+        ({"history": "x"}, "'history' is malformed"),
+    ],
+)
+def test_a_worker_payload_of_another_shape_writes_nothing(
+    tmp_path: Path, payload: dict[str, Any], expected: str
+) -> None:
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext, SessionLedger
+
+    registry = MetricRegistry(TraceStore(tmp_path))
+    ctx = RunContext(
+        registry=registry,
+        calibrator=Calibrator(registry),
+        config=LddConfig(),
+        session_id="s",
+        recording=True,
+        start_states={},
+    )
+    with pytest.raises(InvalidObservationError, match=expected) as info:
+        SessionLedger(ctx).consume(json.dumps(payload))
+    assert "same version" in str(info.value)
+    assert not registry.store.exists()

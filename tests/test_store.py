@@ -424,3 +424,13 @@ def test_a_moved_store_folder_is_appended_to_afresh(tmp_path: Path) -> None:
     assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second"]
     moved = TraceStore(tmp_path, ldd_dir="moved")
     assert [r["id"] for r in moved.read_jsonl(moved.sessions_path)[0]] == ["first"]
+
+
+def test_a_log_renamed_away_while_held_open_gets_no_more_lines(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.append_sessions([{"id": "first"}])
+    rotated = store.ldd_dir / "sessions-old.jsonl"
+    os.rename(store.sessions_path, rotated)
+    store.append_sessions([{"id": "second"}])
+    assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second"]
+    assert [r["id"] for r in store.read_jsonl(rotated)[0]] == ["first"]
