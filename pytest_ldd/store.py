@@ -458,41 +458,43 @@ class TraceStore:
         facts: Sequence[Sequence[Any] | None] | None,
     ) -> list[int]:
         ends: list[int] = []
-        # No context managers on this path: it runs once per test.
+        # No context managers, one getpid, paths as str: this runs once per test.
+        pid = os.getpid()
         lock = self._acquire()
         try:
             for index, (target, data) in enumerate(encoded):
+                key = os.fspath(target)
                 try:
                     start, end, ident = self._append_locked(
-                        target, data, fsync=fsync, generation=lock.generation
+                        key, data, fsync=fsync, generation=lock.generation, pid=pid
                     )
                 except OSError as err:
                     raise _os_error(err, target, "append to") from err
                 ends.append(end)
                 if data:
                     known = facts[index] if facts is not None else None
-                    self._note_append(target, ident, start, end, counts[index], known)
+                    self._note_append(key, ident, start, end, counts[index], known, pid)
         finally:
             lock.release()
         return ends
 
     def _note_append(
         self,
-        target: str | os.PathLike[str],
+        key: str,
         ident: tuple[int, int],
         start: int,
         end: int,
         lines: int,
         facts: Sequence[Any] | None,
+        pid: int,
     ) -> None:
-        key = os.fspath(target)
         run = self._runs.get(key)
         if facts is None or len(facts) != lines:
             # Lines nobody described: what follows can no longer be taken from memory.
             self._runs.pop(key, None)
             return
-        if run is None or run.ident != ident or run.end != start or run.pid != os.getpid():
-            run = self._runs[key] = OwnAppends(os.getpid(), ident, start, start, 0, [])
+        if run is None or run.ident != ident or run.end != start or run.pid != pid:
+            run = self._runs[key] = OwnAppends(pid, ident, start, start, 0, [])
         run.end = end
         run.lines += lines
         run.batches.append((start, facts))
@@ -501,9 +503,9 @@ class TraceStore:
             del self._runs[key]
 
     def _append_locked(
-        self, target: str | os.PathLike[str], data: bytes, *, fsync: bool, generation: int
+        self, key: str, data: bytes, *, fsync: bool, generation: int, pid: int
     ) -> tuple[int, int, tuple[int, int]]:
-        """Append encoded lines to ``target`` (the caller holds the lock).
+        """Append encoded lines to the log at path ``key`` (the caller holds the lock).
 
         Returns where the lines start and end, and the file's (device, inode).
         Each log stays open between appends (a session appends once per test);
@@ -511,15 +513,16 @@ class TraceStore:
         is opened afresh, and so is every log once the lock file was
         (``generation``: a moved or recreated folder).
         """
-        key = os.fspath(target)
         held = self._appenders.get(key)
         info = None
         if held is not None:
-            if held.pid == os.getpid() and held.generation == generation:
+            if held.pid == pid and held.generation == generation:
                 # The path, not the descriptor: a log renamed away (rotated by hand)
                 # must not go on receiving the lines meant for the log.
-                with suppress(FileNotFoundError):
-                    info = os.stat(target)
+                try:
+                    info = os.stat(key)
+                except FileNotFoundError:
+                    info = None
             if info is None or (info.st_dev, info.st_ino) != held.ident:
                 # Forked, a new folder, or the file was removed, replaced or renamed.
                 self._close_appender(key)
@@ -527,13 +530,13 @@ class TraceStore:
         if held is None or info is None:
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
             try:
-                fd = os.open(target, flags, 0o644)
+                fd = os.open(key, flags, 0o644)
             except FileNotFoundError:
-                Path(target).parent.mkdir(parents=True, exist_ok=True)
-                fd = os.open(target, flags, 0o644)
+                Path(key).parent.mkdir(parents=True, exist_ok=True)
+                fd = os.open(key, flags, 0o644)
             info = os.fstat(fd)
             held = self._appenders[key] = _Appender(
-                os.getpid(), fd, generation, (info.st_dev, info.st_ino)
+                pid, fd, generation, (info.st_dev, info.st_ino)
             )
         size = info.st_size
         ident = (info.st_dev, info.st_ino)
