@@ -7,7 +7,6 @@ Heavy imports happen inside hooks, so loading the plugin costs next to nothing.
 from __future__ import annotations
 
 import inspect
-import json
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -76,9 +75,6 @@ class _TestPlan:
 
 _NO_PLAN = _TestPlan()
 
-# allow_nan: a raw value may be infinite (a positive metric's +inf); the payload is
-# JSON between two pytest-ldd processes, and the controller's json reads it back.
-_ENCODE_PAYLOAD = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
 
 _SESSION_KEY = pytest.StashKey["LddSession"]()
 _YIELD_TESTS_KEY = pytest.StashKey[bool]()
@@ -668,10 +664,11 @@ class LddSession:
                 del self.live[report.nodeid]
             payload = recorder.take_payload()
             if payload is not None and self.is_worker:
-                # As one JSON string: execnet's serializer is paid per object, the
-                # json module encodes a test's lines at C speed.
+                # As one string: execnet's serializer is paid per object.
+                from pytest_ldd.recording import payload_text
+
                 try:
-                    report.ldd = _ENCODE_PAYLOAD(payload)  # type: ignore[attr-defined]
+                    report.ldd = payload_text(payload)  # type: ignore[attr-defined]
                 except (TypeError, ValueError):
                     # Not JSON: let xdist's own serializer carry it (and say why not).
                     report.ldd = payload  # type: ignore[attr-defined]

@@ -465,18 +465,54 @@ class TestRecorder:
 _NOTHING: Mapping[str, Any] = MappingProxyType({})
 
 
+# allow_nan: a raw value may be infinite (a positive metric's +inf); the text goes
+# from one pytest-ldd process to another, whose json module reads it back.
+_ENCODE_HEAD = json.JSONEncoder(separators=(",", ":"), allow_nan=True).encode
+
+
+def payload_text(payload: Mapping[str, Any]) -> str:
+    """A payload as one string, for the trip from an xdist worker to the controller.
+
+    The first line is the payload without its log lines, as JSON, with
+    ``"lines": [observations, pairs]``; the log lines follow as they are, one per
+    line (JSON text holds no raw newline).  One string costs execnet one object,
+    and the lines are neither escaped nor parsed on the way.  :meth:`SessionLedger.
+    consume` reads it back.  Raises ``ValueError`` or ``TypeError`` for a payload
+    that JSON cannot hold.
+    """
+    observations = payload.get("observations", ())
+    pairs = payload.get("pairs", ())
+    head = {k: v for k, v in payload.items() if k != "observations" and k != "pairs"}
+    head["lines"] = [len(observations), len(pairs)]
+    return "\n".join([_ENCODE_HEAD(head), *observations, *pairs])
+
+
 def _parse_payload(text: str) -> Mapping[str, Any]:
-    """A worker's payload, checked enough that nothing malformed reaches the logs."""
+    """A worker's payload (see :func:`payload_text`), checked enough that nothing
+    malformed reaches the logs."""
     what = "a test report carries a pytest-ldd payload"
+    first, _, rest = text.partition("\n")
     try:
-        payload = json.loads(text)
+        payload = json.loads(first)
     except ValueError as err:
         msg = f"{what} that is not valid JSON ({err})"
         raise InvalidObservationError(msg) from None
     if not isinstance(payload, dict):
         msg = f"{what} that is not an object ({text:.60})"
         raise InvalidObservationError(msg)
-    problem = _payload_problem(payload)
+    sizes = payload.pop("lines", [0, 0])
+    lines = rest.split("\n") if rest else []
+    if (
+        not isinstance(sizes, list)
+        or len(sizes) != 2
+        or not all(type(n) is int and n >= 0 for n in sizes)
+        or sizes[0] + sizes[1] != len(lines)
+    ):
+        problem: str | None = f"'lines' says {sizes!r} but {len(lines)} lines follow"
+    else:
+        payload["observations"] = lines[: sizes[0]]
+        payload["pairs"] = lines[sizes[0] :]
+        problem = _payload_problem(payload)
     if problem is not None:
         # Only a worker running another version of pytest-ldd sends such a thing.
         msg = f"{what} of another shape: {problem} (is every worker on the same version?)"
@@ -495,12 +531,10 @@ def _payload_problem(payload: Mapping[str, Any]) -> str | None:
     ):
         return f"'counts' must map metric names to [observations, pairs] (got {counts!r:.80})"
     for key in ("observations", "pairs"):
-        lines = payload.get(key, [])
-        if not isinstance(lines, list) or not all(
-            isinstance(line, str) and line[:1] == "{" and line[-1:] == "}" and "\n" not in line
-            for line in lines
-        ):
-            return f"{key!r} must be a list of one-line JSON objects (got {lines!r:.80})"
+        # Split on newlines, so one line each; a JSON object each, as far as cheaply told.
+        lines = payload[key]
+        if not all(line[:1] == "{" and line[-1:] == "}" for line in lines):
+            return f"{key!r} must be JSON objects, one per line (got {lines!r:.80})"
     errors = payload.get("errors", [])
     if not isinstance(errors, list) or not all(
         isinstance(e, list)

@@ -1066,19 +1066,22 @@ def test_a_malformed_worker_payload_is_a_clear_error(
 
 
 @pytest.mark.parametrize(
-    ("payload", "expected"),
+    ("text", "expected"),
     [
-        ({"counts": [1]}, "'counts' must map"),
-        ({"counts": {"x": [1]}}, "'counts' must map"),
-        ({"observations": ["not json"], "pairs": []}, "'observations' must be a list"),
-        ({"pairs": ['{"a":1}\n{"b":2}']}, "'pairs' must be a list"),
-        ({"errors": [["m", 1]]}, "'errors' must be a list"),
-        ({"breaches": [{"value": 1}]}, "'breaches' is malformed"),
-        ({"history": "x"}, "'history' is malformed"),
+        ('{"counts": [1]}', "'counts' must map"),
+        ('{"counts": {"x": [1]}}', "'counts' must map"),
+        ('{"lines": [1, 0]}\nnot json', "'observations' must be JSON objects"),
+        ('{"lines": [0, 1]}\n{"a": 1} x', "'pairs' must be JSON objects"),
+        ('{"lines": [0, 1]}', "'lines' says [0, 1] but 0 lines follow"),
+        ('{"lines": [1, 0]}\n{"a": 1}\n{"b": 2}', "'lines' says [1, 0] but 2 lines"),
+        ('{"lines": "2"}\n{"a": 1}', "'lines' says '2'"),
+        ('{"errors": [["m", 1]]}', "'errors' must be a list"),
+        ('{"breaches": [{"value": 1}]}', "'breaches' is malformed"),
+        ('{"history": "x"}', "'history' is malformed"),
     ],
 )
 def test_a_worker_payload_of_another_shape_writes_nothing(
-    tmp_path: Path, payload: dict[str, Any], expected: str
+    tmp_path: Path, text: str, expected: str
 ) -> None:
     from pytest_ldd.config import LddConfig
     from pytest_ldd.recording import RunContext, SessionLedger
@@ -1092,7 +1095,36 @@ def test_a_worker_payload_of_another_shape_writes_nothing(
         recording=True,
         start_states={},
     )
-    with pytest.raises(InvalidObservationError, match=expected) as info:
-        SessionLedger(ctx).consume(json.dumps(payload))
+    with pytest.raises(InvalidObservationError, match=re.escape(expected)) as info:
+        SessionLedger(ctx).consume(text)
     assert "same version" in str(info.value)
     assert not registry.store.exists()
+
+
+def test_a_payload_survives_its_trip_as_text(tmp_path: Path) -> None:
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext, SessionLedger, TestRecorder, payload_text
+
+    def session(folder: Path, as_text: bool) -> dict[str, bytes]:
+        registry = MetricRegistry(TraceStore(folder))
+        registry.register(latency())
+        ctx = RunContext(
+            registry=registry,
+            calibrator=Calibrator(registry),
+            config=LddConfig(),
+            session_id="s",
+            recording=True,
+            start_states={},
+            ship_specs=True,
+        )
+        recorder, ledger = TestRecorder(ctx, "t.py::t"), SessionLedger(ctx)
+        recorder.observe("latency", math.inf, 3)
+        recorder.observe("latency", 7)
+        payload = recorder.take_payload()
+        assert payload is not None
+        ledger.consume(payload_text(payload) if as_text else payload)
+        assert (ledger.observations, ledger.pairs) == (2, 1)
+        store = registry.store
+        return {p.name: p.read_bytes() for p in (store.observations_path, store.calibrations_path)}
+
+    assert session(tmp_path / "text", True) == session(tmp_path / "dict", False)
