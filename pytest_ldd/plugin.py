@@ -256,12 +256,9 @@ class LddFixture:
     def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
         """Record one raw observed value of ``name``, with an optional raw prediction."""
         __tracebackhide__ = True
-        recorder = self._test_recorder
-        if recorder is None:
-            recorder = self._test_recorder = _recorder_for(self._item)
         problem: str | None = None
         try:
-            breaches = recorder.observe(name, observed, predicted)
+            breaches = self._recorder.observe(name, observed, predicted)
         except LddError as exc:
             problem = str(exc)
         if problem is not None:

@@ -555,7 +555,6 @@ def _check_pair_line(record: dict[str, Any]) -> None:
 
 def _quantize(error: float) -> int:
     # Round half up on the 1e-4 grid; errors lie in [0, 1], so bins are 0..10000.
-    # (_Accumulator.add_many inlines this.)
     return min(_BINS, max(0, math.floor(error * _BINS + 0.5)))
 
 
@@ -582,16 +581,10 @@ class _Accumulator:
         self.recent = deque(self.recent, maxlen=self.keep)
 
     def add(self, error: float) -> None:
-        self.packed = None
-        self.n += 1
-        self.sum_abs += error
-        if self.worst is None or error > self.worst:
-            self.worst = error
-        self.histogram[_quantize(error)] += 1
-        self.recent.append(error)
+        self.add_many((error,))
 
     def add_many(self, errors: Sequence[float]) -> None:
-        """:meth:`add` each of ``errors``, in order (a loop with local names)."""
+        """Count each of ``errors``, in order (one loop, with local names)."""
         if not errors:
             return
         self.packed = None
@@ -601,7 +594,7 @@ class _Accumulator:
             total += error
             if worst is None or error > worst:
                 worst = error
-            histogram[min(_BINS, max(0, math.floor(error * _BINS + 0.5)))] += 1
+            histogram[_quantize(error)] += 1
         self.n += len(errors)
         self.sum_abs, self.worst = total, worst
         self.recent.extend(errors)
@@ -1343,7 +1336,7 @@ class Calibrator:
         if self.registry.read_only:
             raise _read_only_error(self.store)
         store = self.store
-        self.store.append_texts(
+        store.append_texts(
             [(store.observations_path, observations), (store.calibrations_path, pairs)],
             facts=[None, errors if len(errors) == len(pairs) else None],
         )
@@ -1418,9 +1411,10 @@ class Calibrator:
         """Count the pairs past ``line_start`` from memory, if only this process wrote them.
 
         The plugin's session-end update would otherwise re-read every pair the
-        session has just written.  Taken only when the store's own uninterrupted
-        run of appends starts exactly at ``line_start`` and still ends the very
-        file (same device, inode and size); else False, and the log is read.
+        session has just written.  Taken only when ``line_start`` is where a batch
+        of the store's own uninterrupted run of appends starts (or where the run
+        ends) and the run still ends the very file (same device, inode and size);
+        else False, and the log is read.
         """
         run = self.store.own_appends(path)
         begin = line_start.offset

@@ -538,8 +538,7 @@ class TraceStore:
             held = self._appenders[key] = _Appender(
                 pid, fd, generation, (info.st_dev, info.st_ino)
             )
-        size = info.st_size
-        ident = (info.st_dev, info.st_ino)
+        size, ident = info.st_size, held.ident
         if not data:
             return size, size, ident
         if size > 0 and size != held.end:

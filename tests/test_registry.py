@@ -64,6 +64,22 @@ def log_errors(cal: Calibrator, name: str, errors: list[float]) -> None:
         cal.log(name, 0.5 + error / 2, 0.5 - error / 2)
 
 
+def recording_context(registry: MetricRegistry, *, ship_specs: bool = False) -> Any:
+    """A recording session's context on ``registry`` (as the plugin makes one)."""
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext
+
+    return RunContext(
+        registry=registry,
+        calibrator=Calibrator(registry),
+        config=LddConfig(),
+        session_id="20261201T083000Z-3f2a9c",
+        recording=True,
+        start_states={},
+        ship_specs=ship_specs,
+    )
+
+
 def snapshot(store: TraceStore) -> dict[str, bytes]:
     if not store.ldd_dir.exists():
         return {}
@@ -870,22 +886,14 @@ _RAWS = {
 def test_recorded_lines_are_the_line_builders_encoded(
     tmp_path_factory: pytest.TempPathFactory, data: st.DataObject, name: str, nodeid: str
 ) -> None:
-    from pytest_ldd.config import LddConfig
-    from pytest_ldd.recording import RunContext, TestRecorder
+    from pytest_ldd.recording import TestRecorder
 
     registry = MetricRegistry(TraceStore(tmp_path_factory.mktemp("lines")))
     registry.register(positive_count("lat", description="request latency", normalize_scale=10))
     registry.register(bounded_rate("rate", description="share of failing checks"))
     registry.register(signed_delta("delta", description="change in size", normalize_scale=50))
     calibrator = Calibrator(registry)
-    ctx = RunContext(
-        registry=registry,
-        calibrator=calibrator,
-        config=LddConfig(),
-        session_id="20261201T083000Z-3f2a9c",
-        recording=True,
-        start_states={},
-    )
+    ctx = recording_context(registry)
     observed = data.draw(_RAWS[name], label="observed")
     predicted = data.draw(st.none() | _RAWS[name], label="predicted")
     recorder = TestRecorder(ctx, nodeid)
@@ -1011,19 +1019,11 @@ def test_only_changed_histograms_are_packed_again(tmp_path: Path) -> None:
 def test_a_recording_session_syncs_its_logs_before_metrics_json_counts_them(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pytest_ldd.config import LddConfig
-    from pytest_ldd.recording import RunContext, SessionLedger, TestRecorder
+    from pytest_ldd.recording import SessionLedger, TestRecorder
 
     registry = MetricRegistry(TraceStore(tmp_path))
     registry.register(rate())
-    ctx = RunContext(
-        registry=registry,
-        calibrator=Calibrator(registry),
-        config=LddConfig(),
-        session_id="20261201T083000Z-3f2a9c",
-        recording=True,
-        start_states={},
-    )
+    ctx = recording_context(registry)
     ledger = SessionLedger(ctx)
     recorder = TestRecorder(ctx, "test_a.py::test_a")
     recorder.observe("pass_rate", 0.5, 0.5)
@@ -1048,18 +1048,10 @@ def test_a_recording_session_syncs_its_logs_before_metrics_json_counts_them(
 def test_a_malformed_worker_payload_is_a_clear_error(
     tmp_path: Path, text: str, expected: str
 ) -> None:
-    from pytest_ldd.config import LddConfig
-    from pytest_ldd.recording import RunContext, SessionLedger
+    from pytest_ldd.recording import SessionLedger
 
     registry = MetricRegistry(TraceStore(tmp_path))
-    ctx = RunContext(
-        registry=registry,
-        calibrator=Calibrator(registry),
-        config=LddConfig(),
-        session_id="s",
-        recording=True,
-        start_states={},
-    )
+    ctx = recording_context(registry)
     with pytest.raises(InvalidObservationError, match=expected):
         SessionLedger(ctx).consume(text)
     assert not registry.store.exists()
@@ -1083,18 +1075,10 @@ def test_a_malformed_worker_payload_is_a_clear_error(
 def test_a_worker_payload_of_another_shape_writes_nothing(
     tmp_path: Path, text: str, expected: str
 ) -> None:
-    from pytest_ldd.config import LddConfig
-    from pytest_ldd.recording import RunContext, SessionLedger
+    from pytest_ldd.recording import SessionLedger
 
     registry = MetricRegistry(TraceStore(tmp_path))
-    ctx = RunContext(
-        registry=registry,
-        calibrator=Calibrator(registry),
-        config=LddConfig(),
-        session_id="s",
-        recording=True,
-        start_states={},
-    )
+    ctx = recording_context(registry)
     with pytest.raises(InvalidObservationError, match=re.escape(expected)) as info:
         SessionLedger(ctx).consume(text)
     assert "same version" in str(info.value)
@@ -1102,21 +1086,12 @@ def test_a_worker_payload_of_another_shape_writes_nothing(
 
 
 def test_a_payload_survives_its_trip_as_text(tmp_path: Path) -> None:
-    from pytest_ldd.config import LddConfig
-    from pytest_ldd.recording import RunContext, SessionLedger, TestRecorder, payload_text
+    from pytest_ldd.recording import SessionLedger, TestRecorder, payload_text
 
     def session(folder: Path, as_text: bool) -> dict[str, bytes]:
         registry = MetricRegistry(TraceStore(folder))
         registry.register(latency())
-        ctx = RunContext(
-            registry=registry,
-            calibrator=Calibrator(registry),
-            config=LddConfig(),
-            session_id="s",
-            recording=True,
-            start_states={},
-            ship_specs=True,
-        )
+        ctx = recording_context(registry, ship_specs=True)
         recorder, ledger = TestRecorder(ctx, "t.py::t"), SessionLedger(ctx)
         recorder.observe("latency", math.inf, 3)
         recorder.observe("latency", 7)
