@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_ldd.agents import Cost, Episode
+    from pytest_ldd.calibrator import Calibrator
     from pytest_ldd.compose import maximum, minimum, weighted_sum
     from pytest_ldd.estimator import (
         BayesianSynthesisEstimator,
@@ -21,15 +22,10 @@ if TYPE_CHECKING:
     from pytest_ldd.loss import Loss, Signal, VectorLoss
     from pytest_ldd.metric import MetricSpec, bounded_rate, positive_count, signed_delta
     from pytest_ldd.observation import Observation
-    from pytest_ldd.registry import (
-        CalibrationGate,
-        CalibrationRecord,
-        CalibrationStats,
-        Calibrator,
-        MetricRegistry,
-        MetricState,
-    )
-    from pytest_ldd.store import TraceStore
+    from pytest_ldd.records import CalibrationRecord
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.statistics import CalibrationGate, CalibrationStats, MetricState
+    from pytest_ldd.store.files import TraceStore
 
 __all__ = [
     "BayesianSynthesisEstimator",
@@ -60,21 +56,21 @@ __all__ = [
 
 _HOME = {
     "BayesianSynthesisEstimator": "pytest_ldd.estimator",
-    "CalibrationGate": "pytest_ldd.registry",
-    "CalibrationRecord": "pytest_ldd.registry",
-    "CalibrationStats": "pytest_ldd.registry",
-    "Calibrator": "pytest_ldd.registry",
+    "CalibrationGate": "pytest_ldd.statistics",
+    "CalibrationRecord": "pytest_ldd.records",
+    "CalibrationStats": "pytest_ldd.statistics",
+    "Calibrator": "pytest_ldd.calibrator",
     "Cost": "pytest_ldd.agents",
     "Episode": "pytest_ldd.agents",
     "Loss": "pytest_ldd.loss",
     "MeanHistoryEstimator": "pytest_ldd.estimator",
     "MetricRegistry": "pytest_ldd.registry",
     "MetricSpec": "pytest_ldd.metric",
-    "MetricState": "pytest_ldd.registry",
+    "MetricState": "pytest_ldd.statistics",
     "Observation": "pytest_ldd.observation",
     "Prediction": "pytest_ldd.estimator",
     "Signal": "pytest_ldd.loss",
-    "TraceStore": "pytest_ldd.store",
+    "TraceStore": "pytest_ldd.store.files",
     "VectorLoss": "pytest_ldd.loss",
     "bounded_rate": "pytest_ldd.metric",
     "maximum": "pytest_ldd.compose",

@@ -23,8 +23,9 @@ from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, LddErro
 
 if TYPE_CHECKING:
     from pytest_ldd.config import LddConfig
-    from pytest_ldd.registry import CalibrationGate, MetricRegistry
-    from pytest_ldd.store import TraceStore
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.statistics import CalibrationGate
+    from pytest_ldd.store import Store
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 
@@ -63,7 +64,7 @@ class Project:
     """The configuration, store and registry one command works on."""
 
     config: LddConfig
-    store: TraceStore
+    store: Store
     registry: MetricRegistry
 
     def gate(self, name: str) -> CalibrationGate:
@@ -76,7 +77,7 @@ class Project:
 
         names = sorted(self.registry.names())
         if name not in names:
-            known = ", ".join(names) if names else f"none registered in {self.store.ldd_dir}"
+            known = ", ".join(names) if names else f"none registered in {self.store.location}"
             msg = f"unknown metric {name!r} (known: {known})"
             raise UnknownMetricError(msg, name=name)
 
@@ -84,7 +85,7 @@ class Project:
 def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
     """Read ``[tool.ldd]``, open the store and the registry the way the plugin does."""
     from pytest_ldd.config import load_config
-    from pytest_ldd.store import TraceStore
+    from pytest_ldd.store import open_store
 
     project = Path(args.project).absolute()
     if not project.is_dir():
@@ -96,7 +97,7 @@ def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
         ldd_dir: Path | None = Path(args.ldd_dir).absolute()
     else:
         ldd_dir = config.ldd_dir
-    store = TraceStore(project, ldd_dir=ldd_dir)
+    store = open_store(project, ldd_dir)
     try:
         registry = config.open_registry(store, read_only=read_only)
     except InvalidSpecError as exc:
@@ -108,7 +109,7 @@ def _registered(project: Project) -> list[str]:
     """The registered names, or ``[]`` after saying so when there are none."""
     names = project.registry.names()
     if not names:
-        _say(f"no metrics registered in {project.store.ldd_dir}")
+        _say(f"no metrics registered in {project.store.location}")
     return names
 
 
@@ -146,14 +147,14 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if args.json:
         doc = {
             "schema_version": REPORT_SCHEMA_VERSION,
-            "ldd_dir": str(project.store.ldd_dir),
+            "ldd_dir": project.store.location,
             "gate": gate_json(project.config.calibration),
             "metrics": states,
         }
         _say(json.dumps(doc, indent=2, allow_nan=False))
         return EXIT_OK
     if not names:
-        _say(f"no metrics registered in {project.store.ldd_dir}")
+        _say(f"no metrics registered in {project.store.location}")
         return EXIT_OK
     for line in status_table(states):
         _say(line)
@@ -215,7 +216,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pytest_ldd.registry import Calibrator
+    from pytest_ldd.calibrator import Calibrator
     from pytest_ldd.report import fmt_error, fmt_value
 
     project = _open(args, read_only=False)
@@ -248,7 +249,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from pytest_ldd.registry import Calibrator
+    from pytest_ldd.calibrator import Calibrator
 
     project = _open(args)
     names = project.registry.names()

@@ -18,8 +18,9 @@ from typing import Any, Final, Literal, final
 
 from pytest_ldd.errors import InvalidSpecError, LddError
 from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
-from pytest_ldd.registry import CalibrationGate, MetricRegistry
-from pytest_ldd.store import TraceStore
+from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.store import Store
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -178,7 +179,7 @@ class LddConfig:
         """The per-metric gates, for ``MetricRegistry(gates=...)``."""
         return {n: m.calibration for n, m in self.metrics.items() if m.calibration is not None}
 
-    def open_registry(self, store: TraceStore, *, read_only: bool) -> MetricRegistry:
+    def open_registry(self, store: Store, *, read_only: bool) -> MetricRegistry:
         """The project's registry with its gates and every metric its tables declare.
 
         What a pytest run and the ``ldd`` command both start from; with ``read_only``

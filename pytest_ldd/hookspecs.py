@@ -21,7 +21,8 @@ import pytest
 if TYPE_CHECKING:
     from pytest_ldd.agents import Episode, Score
     from pytest_ldd.observation import Observation
-    from pytest_ldd.registry import MetricRegistry, MetricState
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.statistics import MetricState
 
 
 def pytest_ldd_register_metrics(registry: MetricRegistry) -> None:

@@ -23,7 +23,7 @@ from pytest_ldd.observation import Observation
 if TYPE_CHECKING:
     from pytest_ldd.gates import Bound
     from pytest_ldd.recording import Breach, RunContext, SessionLedger, TestRecorder
-    from pytest_ldd.registry import MetricState
+    from pytest_ldd.statistics import MetricState
 
 __all__ = [
     "HTML_OPTION",
@@ -418,12 +418,12 @@ class LddSession:
             raise pytest.UsageError(f"pytest-ldd: {exc}") from None
 
     def _start(self) -> None:
+        from pytest_ldd.calibrator import Calibrator
         from pytest_ldd.config import load_config
         from pytest_ldd.errors import InvalidSpecError
         from pytest_ldd.gates import parse_bounds
         from pytest_ldd.recording import CORPUS_METRICS, RunContext, SessionLedger, new_session_id
-        from pytest_ldd.registry import Calibrator
-        from pytest_ldd.store import TraceStore
+        from pytest_ldd.store import open_store
 
         config = self.config
         rootpath = Path(config.rootpath)
@@ -433,7 +433,7 @@ class LddSession:
             ldd_dir = Path(config.invocation_params.dir, option_dir)
         else:
             ldd_dir = ldd_config.ldd_dir or rootpath / ".ldd"
-        store = TraceStore(rootpath, ldd_dir=ldd_dir)
+        store = open_store(rootpath, ldd_dir)
         # Workers never write: the controller owns the .ldd folder.
         registry = ldd_config.open_registry(store, read_only=not self.recording or self.is_worker)
         config_bounds: dict[str, tuple[Bound, ...]] = {}
@@ -458,7 +458,7 @@ class LddSession:
 
         workerinput = getattr(config, "workerinput", None)
         if workerinput is not None and "ldd" in workerinput:
-            from pytest_ldd.registry import MetricState
+            from pytest_ldd.statistics import MetricState
 
             shared = workerinput["ldd"]
             session_id = shared["session_id"]
@@ -710,7 +710,7 @@ class LddSession:
                 store = self.ctx.registry.store
                 try:
                     store.append_sessions([self.document])
-                    store.sync([store.sessions_path])  # the logs were synced by finish()
+                    store.sync(["sessions"])  # the logs were synced by finish()
                 except LddError as exc:
                     raise pytest.UsageError(f"pytest-ldd: {exc}") from None
                 finally:

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.errors import InvalidObservationError, UnknownMetricError
 from pytest_ldd.gates import Bound, format_value
-from pytest_ldd.registry import (
+from pytest_ldd.records import (
     line_head,
     line_tail,
     number_text,
@@ -36,9 +36,11 @@ from pytest_ldd.registry import (
 
 if TYPE_CHECKING:
     from pytest_ldd.agents.corpus import CorpusTally
+    from pytest_ldd.calibrator import Calibrator
     from pytest_ldd.config import LddConfig
     from pytest_ldd.metric import MetricSpec
-    from pytest_ldd.registry import Calibrator, MetricRegistry, MetricState
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.statistics import MetricState
 
 __all__ = [
     "CORPUS_METRICS",
@@ -704,7 +706,7 @@ class SessionLedger:
             # The pairs reach the disk before metrics.json counts them: after a power
             # loss the statistics never point past the end of the logs.
             store = ctx.registry.store
-            store.sync([store.calibrations_path, store.observations_path])
+            store.sync(["pairs", "observations"])
             before = {name: ctx.registry.state(name) for name in self.touched}
             changes = ctx.calibrator.update(list(self.touched), history=self.history)
             self.state_changes = [(name, before.get(name, old), new) for name, old, new in changes]
@@ -785,7 +787,7 @@ class SessionLedger:
             "started_at": self.started_at,
             "ended_at": utc_now(),
             "recording": ctx.recording,
-            "ldd_dir": str(ctx.registry.store.ldd_dir),
+            "ldd_dir": ctx.registry.store.location,
             "counts": {
                 "tests": self.tests,
                 "observations": self.observations,

@@ -18,10 +18,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pytest_ldd.store import new_file_mode
+from pytest_ldd.store.files import new_file_mode
 
 if TYPE_CHECKING:
-    from pytest_ldd.registry import CalibrationGate, Calibrator, MetricRegistry, MetricState
+    from pytest_ldd.calibrator import Calibrator
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.statistics import CalibrationGate, MetricState
 
 __all__ = [
     "REPORT_SCHEMA_VERSION",
@@ -246,13 +248,13 @@ def build_report(
 
     calibrations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     # Missing files read as empty; nothing is created.
-    for record, _ in store.iter_jsonl(store.calibrations_path):
+    for record, _ in store.iter_log("pairs"):
         if record is None:
             continue
         owner = record.get("metric_name")
         if isinstance(owner, str) and record.get("metric_version") == versions.get(owner):
             calibrations[owner].append(_pair_json(record))
-    stored_sessions, _ = store.read_jsonl(store.sessions_path)
+    stored_sessions, _ = store.read_log("sessions")
 
     history: list[dict[str, Any]] = []
     seen: set[object] = set()
@@ -266,7 +268,7 @@ def build_report(
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "generated_at": _now(),
-        "ldd_dir": str(store.ldd_dir),
+        "ldd_dir": store.location,
         "session": dict(session) if session is not None else None,
         "metrics": metrics,
         "history": {"calibrations": calibrations, "sessions": history},

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_ldd.calibrator import Calibrator
 from pytest_ldd.compose import maximum, minimum, weighted_sum
 from pytest_ldd.config import load_config
 from pytest_ldd.errors import (
@@ -23,8 +24,9 @@ from pytest_ldd.errors import (
     VersionConflictError,
 )
 from pytest_ldd.metric import MetricSpec, bounded_rate, positive_count, signed_delta
-from pytest_ldd.registry import CalibrationGate, Calibrator, MetricRegistry
-from pytest_ldd.store import TraceStore
+from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.store.files import TraceStore
 
 
 @dataclass

@@ -19,17 +19,13 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 from strategies import RAW_BY_KIND, kinds, make_leaf, scales, unit_floats
 
+from pytest_ldd.calibrator import Calibrator
 from pytest_ldd.compose import maximum, minimum, weighted_sum
 from pytest_ldd.metric import Metric, bounded_rate
-from pytest_ldd.registry import (
-    CalibrationGate,
-    CalibrationRecord,
-    CalibrationStats,
-    Calibrator,
-    MetricRegistry,
-    ObservationRecord,
-)
-from pytest_ldd.store import TraceStore
+from pytest_ldd.records import CalibrationRecord, ObservationRecord
+from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.statistics import CalibrationGate, CalibrationStats
+from pytest_ldd.store.files import TraceStore
 
 EXAMPLES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

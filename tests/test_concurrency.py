@@ -14,10 +14,12 @@ from pathlib import Path
 
 import pytest
 
+from pytest_ldd.calibrator import Calibrator
 from pytest_ldd.errors import LddWarning, StoreCorruptError
 from pytest_ldd.metric import bounded_rate
-from pytest_ldd.registry import CalibrationGate, Calibrator, MetricRegistry
-from pytest_ldd.store import TraceStore
+from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.store.files import TraceStore
 
 WRITERS = 4
 PAIRS = 1_000
@@ -154,8 +156,9 @@ _KILLED_WRITER = textwrap.dedent(
     """
     import sys
     from pytest_ldd.metric import bounded_rate
-    from pytest_ldd.registry import Calibrator, MetricRegistry
-    from pytest_ldd.store import TraceStore
+    from pytest_ldd.calibrator import Calibrator
+    from pytest_ldd.registry import MetricRegistry
+    from pytest_ldd.store.files import TraceStore
 
     registry = MetricRegistry(TraceStore(sys.argv[1]))
     registry.register(bounded_rate("m", description="fraction of failing tests"))

@@ -14,7 +14,7 @@ import pytest
 from pytest_ldd.demo import DEFAULT_SESSIONS, main, runner
 from pytest_ldd.demo.runner import REGRESSION_SESSION, SessionRun, copy_project, surprises
 from pytest_ldd.registry import MetricRegistry
-from pytest_ldd.store import TraceStore
+from pytest_ldd.store.files import TraceStore
 
 METRICS = {"cost_per_success", "judge_verdict", "solve_seconds", "task_success"}
 

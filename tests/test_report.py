@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from pytest_ldd import Calibrator, MetricRegistry, TraceStore, bounded_rate, positive_count
-from pytest_ldd.registry import CalibrationGate
 from pytest_ldd.report import (
     BREACH_LINES,
     build_report,
@@ -25,6 +24,7 @@ from pytest_ldd.report import (
     write_json,
 )
 from pytest_ldd.report_html import promotion_index, running_mae
+from pytest_ldd.statistics import CalibrationGate
 from pytest_ldd.svg import Axes, nice_ticks
 
 SESSION: dict[str, Any] = {

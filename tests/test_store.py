@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_ldd.errors import InvalidObservationError, LddWarning, StoreCorruptError
-from pytest_ldd.store import Cursor, TraceStore
+from pytest_ldd.store.files import LogCursor, TraceStore
 
 PAIR = {"metric_name": "m", "metric_version": 1, "predicted": 0.5, "observed": 0.25}
 EMPTY_DOC: dict[str, Any] = {
@@ -53,7 +53,7 @@ def test_ldd_dir_override(tmp_path: Path) -> None:
 
 def test_reading_never_creates_the_folder(store: TraceStore) -> None:
     assert store.read_metrics() is None
-    assert store.read_jsonl(store.calibrations_path) == ([], Cursor())
+    assert store.read_jsonl(store.calibrations_path) == ([], LogCursor())
     store.sync()
     assert not store.exists()
     assert not store.ldd_dir.exists()
@@ -156,7 +156,7 @@ def test_every_kind_of_truncation_counts_as_torn(store: TraceStore, torn: bytes)
     store.calibrations_path.parent.mkdir()
     store.calibrations_path.write_bytes(torn + b"\n")
     with pytest.warns(LddWarning, match=r":1: skipped a line torn"):
-        assert store.read_jsonl(store.calibrations_path) == ([], Cursor(len(torn) + 1, 1))
+        assert store.read_jsonl(store.calibrations_path) == ([], LogCursor(len(torn) + 1, 1))
 
 
 @pytest.mark.parametrize(
@@ -223,20 +223,20 @@ def test_cursor_beyond_the_end_means_the_log_was_truncated(store: TraceStore) ->
     end = store.append_calibrations([pair(1), pair(2)])
     store.calibrations_path.write_bytes(b"")
     with pytest.raises(StoreCorruptError, match="truncated or replaced"):
-        store.read_jsonl(store.calibrations_path, start=Cursor(end, 2))
+        store.read_jsonl(store.calibrations_path, start=LogCursor(end, 2))
 
 
 def test_cursor_inside_a_line_means_the_log_was_rewritten(store: TraceStore) -> None:
     store.append_calibrations([pair(1), pair(2)])
     with pytest.raises(StoreCorruptError, match="not at the start of a line"):
-        store.read_jsonl(store.calibrations_path, start=Cursor(5, 0))
+        store.read_jsonl(store.calibrations_path, start=LogCursor(5, 0))
 
 
 def test_cursor_validates_its_fields() -> None:
     with pytest.raises(ValueError, match="'offset' must be an int >= 0"):
-        Cursor(-1, 0)
+        LogCursor(-1, 0)
     with pytest.raises(ValueError, match="'line' must be an int >= 0"):
-        Cursor(0, True)
+        LogCursor(0, True)
 
 
 def test_metrics_round_trip_atomically(store: TraceStore) -> None:

@@ -11,8 +11,6 @@ session went as scripted and says what did not.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import io
 import os
 import shlex
 import subprocess
@@ -258,11 +256,11 @@ def _junit_failures(path: Path) -> list[tuple[str, str]]:
 
 def _new_sessions(project: Path, cursor: Cursor | None) -> tuple[list[dict[str, Any]], Cursor]:
     from pytest_ldd.config import load_config
-    from pytest_ldd.store import TraceStore
+    from pytest_ldd.store import open_store
 
     config = load_config(project)
-    store = TraceStore(project, ldd_dir=config.dir or None)
-    return store.read_jsonl(store.sessions_path, start=cursor or 0)
+    store = open_store(project, config.ldd_dir)
+    return store.read_log("sessions", start=cursor)
 
 
 def run_session(
@@ -488,14 +486,18 @@ def _shown(path: Path) -> str:
 
 
 def _write_report(project: Path, html: Path) -> str | None:
-    """Write the HTML report with ``ldd report``; return an error, or None."""
-    from pytest_ldd import cli
+    """Write the HTML report ``ldd report --html`` writes; return an error, or None."""
+    from pytest_ldd.config import load_config
+    from pytest_ldd.errors import LddError
+    from pytest_ldd.report import build_report, write_html
+    from pytest_ldd.store import open_store
 
-    captured = io.StringIO()
-    with contextlib.redirect_stdout(captured), contextlib.redirect_stderr(captured):
-        code = cli.main(["report", "--html", str(html), "--project", str(project)])
-    if code != 0 or not html.is_file():
-        return f"`ldd report --html` exited {code}: {captured.getvalue().strip()}"
+    try:
+        config = load_config(project)
+        registry = config.open_registry(open_store(project, config.ldd_dir), read_only=True)
+        write_html(html, build_report(registry))
+    except (LddError, OSError) as exc:
+        return f"the HTML report was not written: {exc}"
     return None
 
 

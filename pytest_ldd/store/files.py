@@ -1,4 +1,4 @@
-"""The ``.ldd/`` folder: locking, atomic rewrites of ``metrics.json``, JSONL logs.
+"""The file store: the ``.ldd/`` folder, the embedded default backend.
 
 Four files live in the folder (see ``docs/store.md``): ``metrics.json`` (specs and
 states, rewritten whole and atomically), and three append-only JSON Lines logs:
@@ -8,6 +8,12 @@ Every write holds one exclusive lock (``.ldd/.lock``, an OS file lock: ``flock``
 so many writers at once (xdist controllers, two pytest runs, the CLI) never lose
 or tear a line.  Reads never lock and never create anything: a process that only
 reads the store leaves the file system exactly as it found it.
+
+A read position is a :class:`LogCursor` (a byte offset just after a newline, and
+the line count before it); only this module interprets one.  The store remembers
+its own uninterrupted run of appends to the pair log, so the statistics update at
+the end of a session counts the session's own pairs without reading them back
+(:meth:`TraceStore.read_pairs`; ``recount=True`` is the slow twin).
 """
 
 from __future__ import annotations
@@ -20,13 +26,20 @@ import tempfile
 import threading
 import time
 import warnings
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
 
-from pytest_ldd.errors import InvalidObservationError, LddWarning, StoreCorruptError
+from pytest_ldd.errors import (
+    InvalidObservationError,
+    InvalidSpecError,
+    LddWarning,
+    StoreCorruptError,
+)
+from pytest_ldd.records import PairError, check_pair_line, encode_line
+from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead
 
 __all__ = [
     "CALIBRATIONS_FILE",
@@ -36,7 +49,7 @@ __all__ = [
     "OBSERVATIONS_FILE",
     "SCHEMA_VERSION",
     "SESSIONS_FILE",
-    "Cursor",
+    "LogCursor",
     "OwnAppends",
     "TraceStore",
 ]
@@ -48,9 +61,6 @@ CALIBRATIONS_FILE: Final = "metric_calibrations.jsonl"
 OBSERVATIONS_FILE: Final = "observations.jsonl"
 SESSIONS_FILE: Final = "sessions.jsonl"
 LOCK_FILE: Final = ".lock"
-
-#: The ``schema_version`` of ``metrics.json`` this code reads and writes.
-SCHEMA_VERSION: Final = 1
 
 #: Keys every line of a log must hold (a line without them is corrupt).
 _REQUIRED_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -191,8 +201,8 @@ _NUMBER_TAIL: Final = re.compile(r"-?[0-9]*(\.[0-9]*)?([eE][+-]?[0-9]*)?")
 
 
 @final
-@dataclass(frozen=True, slots=True)
-class Cursor:
+@dataclass(frozen=True, slots=True, order=True)
+class LogCursor:
     """A position in a JSONL log: a byte ``offset`` and the ``line`` count before it.
 
     ``offset`` always sits just after a newline (or at 0).  ``line`` is the number
@@ -208,7 +218,7 @@ class Cursor:
         for field in ("offset", "line"):
             value = getattr(self, field)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                msg = f"Cursor {field!r} must be an int >= 0 (got {value!r})"
+                msg = f"LogCursor {field!r} must be an int >= 0 (got {value!r})"
                 raise ValueError(msg)
 
     def to_json(self) -> dict[str, int]:
@@ -282,11 +292,37 @@ class TraceStore:
     def __repr__(self) -> str:
         return f"TraceStore({str(self.ldd_dir)!r})"
 
+    @classmethod
+    def from_url(cls, url: str, *, project: Path) -> TraceStore:
+        """The store of a ``file://`` URL: its path is the store folder itself."""
+        folder = url.partition("://")[2]
+        if not folder.startswith("/"):
+            msg = f"store {url!r} must be file:///absolute/folder (got the path {folder!r})"
+            raise InvalidSpecError(msg)
+        return cls(project, ldd_dir=folder)
+
+    @property
+    def location(self) -> str:
+        """The store folder, as text."""
+        return str(self.ldd_dir)
+
+    @property
+    def registry_location(self) -> str:
+        """``metrics.json``'s path, as text."""
+        return str(self.metrics_path)
+
     # ------------------------------------------------------------------ folder, lock
 
     def exists(self) -> bool:
         """Whether the store folder exists."""
         return self.ldd_dir.is_dir()
+
+    def read_lock(self) -> AbstractContextManager[None]:
+        """The lock while the pair log exists (a line being appended is never seen torn).
+
+        Without a pair log there is nothing to read torn, and reading creates nothing.
+        """
+        return self.lock() if self.calibrations_path.exists() else nullcontext()
 
     def _ensure_dir(self) -> None:
         self.ldd_dir.mkdir(parents=True, exist_ok=True)
@@ -367,6 +403,19 @@ class TraceStore:
         _check_metrics_shape(doc, path)
         return doc  # type: ignore[no-any-return]
 
+    # The registry document of the Store protocol is metrics.json.
+    def read_registry_bytes(self) -> bytes | None:
+        """The bytes of ``metrics.json`` (see :meth:`read_metrics_bytes`)."""
+        return self.read_metrics_bytes()
+
+    def parse_registry(self, data: bytes) -> dict[str, Any]:
+        """Parse and check ``metrics.json``'s bytes (see :meth:`parse_metrics`)."""
+        return self.parse_metrics(data)
+
+    def replace_registry(self, doc: Mapping[str, Any]) -> bytes:
+        """Replace ``metrics.json`` atomically (see :meth:`write_metrics`)."""
+        return self.write_metrics(doc)
+
     def write_metrics(self, doc: Mapping[str, Any]) -> bytes:
         """Replace ``metrics.json`` atomically (temp file, fsync, ``os.replace``).
 
@@ -439,7 +488,7 @@ class TraceStore:
         """Append lines already encoded as JSON text, under one lock; the end offsets.
 
         Each text must be one JSON object without a newline, as the line builders
-        of :mod:`pytest_ldd.registry` make them: the plugin flushes a test's
+        of :mod:`pytest_ldd.records` make them: the plugin flushes a test's
         observations and pairs this way, validated when they were observed.
         """
         encoded = [
@@ -585,18 +634,155 @@ class TraceStore:
     def append_calibrations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
     ) -> int:
-        """Append lines to ``metric_calibrations.jsonl``."""
+        """Append lines to ``metric_calibrations.jsonl`` as they are; the end offset."""
         return self.append(self.calibrations_path, records, fsync=fsync)
+
+    def append_pairs(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> None:
+        """Append calibration pairs, remembering what they count (see :meth:`read_pairs`)."""
+        try:
+            errors: list[Any] | None = [
+                (r["metric_name"], r["metric_version"], abs(r["predicted"] - r["observed"]))
+                for r in records
+            ]
+        except (KeyError, TypeError):
+            errors = None  # not pairs the statistics count: they are read back, and named
+        self.append_batches([(self.calibrations_path, records)], fsync=fsync, facts=[errors])
 
     def append_observations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
-    ) -> int:
+    ) -> None:
         """Append lines to ``observations.jsonl``."""
-        return self.append(self.observations_path, records, fsync=fsync)
+        self.append(self.observations_path, records, fsync=fsync)
 
-    def append_sessions(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> int:
+    def append_sessions(
+        self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
+    ) -> None:
         """Append lines to ``sessions.jsonl``."""
-        return self.append(self.sessions_path, records, fsync=fsync)
+        self.append(self.sessions_path, records, fsync=fsync)
+
+    def append_lines(
+        self,
+        observations: Sequence[str],
+        pairs: Sequence[str],
+        errors: Sequence[PairError] | None = None,
+    ) -> None:
+        """Append encoded observation and pair lines under one lock (see :meth:`append_texts`)."""
+        known = errors if errors is not None and len(errors) == len(pairs) else None
+        self.append_texts(
+            [(self.observations_path, observations), (self.calibrations_path, pairs)],
+            facts=[None, known],
+        )
+
+    # ------------------------------------------------------------------ reading pairs
+
+    def origin(self) -> LogCursor:
+        """The start of the pair log."""
+        return LogCursor()
+
+    def log_path(self, log: LogName) -> Path:
+        """The file of ``log``."""
+        return {
+            "pairs": self.calibrations_path,
+            "observations": self.observations_path,
+            "sessions": self.sessions_path,
+        }[log]
+
+    def iter_log(
+        self, log: LogName, *, start: Cursor | None = None
+    ) -> Iterator[tuple[dict[str, Any] | None, LogCursor]]:
+        """:meth:`iter_jsonl` of ``log``'s file."""
+        begin = LogCursor() if start is None else _log_cursor(start)
+        return self.iter_jsonl(self.log_path(log), start=begin)
+
+    def read_log(
+        self, log: LogName, *, start: Cursor | None = None
+    ) -> tuple[list[dict[str, Any]], LogCursor]:
+        """:meth:`read_jsonl` of ``log``'s file."""
+        begin = LogCursor() if start is None else _log_cursor(start)
+        return self.read_jsonl(self.log_path(log), start=begin)
+
+    def read_pairs(
+        self, cursors: Collection[Cursor], *, recount: bool = False
+    ) -> Iterator[PairRead]:
+        """The pairs past the earliest of ``cursors``: ``(begin, errors, end)`` per line.
+
+        A cursor past the end of the log means it was truncated or removed: a
+        :class:`StoreCorruptError` naming the fix.  Unless ``recount``, the pairs of
+        this store's own latest run of appends come from memory while that run
+        still ends the very file (same device, inode and size) and the earliest
+        cursor is where one of its batches starts (or where it ends); one step per
+        batch then.
+        """
+        if not cursors:
+            return iter(())
+        mine = [_log_cursor(c) for c in cursors]
+        path = self.calibrations_path
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            size = 0
+        except OSError as err:
+            raise _os_error(err, path, "read") from err
+        ahead = max(c.offset for c in mine)
+        if ahead > size:
+            msg = (
+                f"{path} is shorter ({size} bytes) than the position its pairs were counted "
+                f"up to ({ahead}): the append-only log was truncated or removed (remove "
+                f"{self.metrics_path.name} too to start the statistics afresh)"
+            )
+            raise StoreCorruptError(msg, path=str(path))
+        begin = min(mine)
+        if not recount:
+            own = self._own_pairs(path, begin)
+            if own is not None:
+                return iter(own)
+        return self._read_pair_lines(path, begin)
+
+    def _read_pair_lines(self, path: Path, begin: LogCursor) -> Iterator[PairRead]:
+        for record, end in self.iter_jsonl(path, start=begin, validate=check_pair_line):
+            if record is None:
+                yield begin, (), end
+            else:
+                error = abs(record["predicted"] - record["observed"])
+                yield begin, ((record["metric_name"], record["metric_version"], error),), end
+            begin = end
+
+    def _own_pairs(self, path: Path, begin: LogCursor) -> list[PairRead] | None:
+        """The pairs past ``begin`` from memory, if only this store wrote them (else None)."""
+        run = self.own_appends(path)
+        offset = begin.offset
+        if run is None or not (run.start <= offset <= run.end):
+            return None
+        batches = [(start, facts) for start, facts in run.batches if start >= offset]
+        if offset != run.end and (not batches or batches[0][0] != offset):
+            return None  # not a position this run's appends know
+        try:
+            info = os.stat(path)
+        except OSError:
+            return None
+        if (info.st_dev, info.st_ino) != run.ident or info.st_size != run.end:
+            return None
+        steps: list[PairRead] = []
+        line = begin.line
+        ends = [start for start, _ in batches[1:]] + [run.end] if batches else []
+        for (start, facts), stop in zip(batches, ends, strict=True):
+            first = LogCursor(start, line)
+            line += len(facts)
+            steps.append((first, facts, LogCursor(stop, line)))
+        return steps
+
+    def position_json(self, start: Cursor, end: Cursor) -> dict[str, Any]:
+        """``{"start": {"offset", "line"}, "log_offset", "log_line"}``: metrics.json's keys."""
+        first, last = _log_cursor(start), _log_cursor(end)
+        return {"start": first.to_json(), "log_offset": last.offset, "log_line": last.line}
+
+    def position_from_json(self, data: Mapping[str, Any]) -> tuple[LogCursor, LogCursor]:
+        """Read :meth:`position_json`'s keys (KeyError, TypeError or ValueError if bad)."""
+        start = data["start"]
+        return (
+            LogCursor(start["offset"], start["line"]),
+            LogCursor(data["log_offset"], data["log_line"]),
+        )
 
     def required_keys(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
         """The keys every line of ``path`` must hold (none for unknown files)."""
@@ -609,9 +795,9 @@ class TraceStore:
         self,
         path: str | os.PathLike[str],
         *,
-        start: Cursor | int = 0,
+        start: LogCursor | int = 0,
         validate: Callable[[dict[str, Any]], None] | None = None,
-    ) -> Iterator[tuple[dict[str, Any] | None, Cursor]]:
+    ) -> Iterator[tuple[dict[str, Any] | None, LogCursor]]:
         """Stream the complete lines of ``path`` from ``start``.
 
         Yields ``(record, cursor)`` for every line consumed, ``cursor`` being the
@@ -622,7 +808,7 @@ class TraceStore:
         :meth:`read_jsonl`.  A missing file yields nothing.
         """
         target = Path(path)
-        cursor = start if isinstance(start, Cursor) else Cursor(start, 0)
+        cursor = start if isinstance(start, LogCursor) else LogCursor(start, 0)
         required = self.required_keys(target)
         try:
             handle = open(target, "rb")  # noqa: SIM115 - closed in the finally below
@@ -648,7 +834,7 @@ class TraceStore:
                     line_no += 1
                     offset += len(raw) + 1
                     record = _parse_line(raw, target, line_no, required, validate)
-                    yield record, Cursor(offset, line_no)
+                    yield record, LogCursor(offset, line_no)
             if pending.strip():
                 # No newline yet: a crash tore it, or a writer is still at work.
                 # Either way it is not consumed, so a later read sees it whole.
@@ -664,12 +850,12 @@ class TraceStore:
         self,
         path: str | os.PathLike[str],
         *,
-        start: Cursor | int = 0,
+        start: LogCursor | int = 0,
         validate: Callable[[dict[str, Any]], None] | None = None,
-    ) -> tuple[list[dict[str, Any]], Cursor]:
+    ) -> tuple[list[dict[str, Any]], LogCursor]:
         """Parse the complete lines of ``path`` from ``start``; return them and the end.
 
-        ``start`` is a :class:`Cursor` (or a plain byte offset, whose line numbers
+        ``start`` is a :class:`LogCursor` (or a plain byte offset, whose line numbers
         then count from it).  The returned cursor sits after the last line consumed;
         pass it back as ``start`` to read only what was appended since.
 
@@ -682,19 +868,18 @@ class TraceStore:
         :class:`StoreCorruptError` naming the file and line.
         """
         records: list[dict[str, Any]] = []
-        end = start if isinstance(start, Cursor) else Cursor(start, 0)
+        end = start if isinstance(start, LogCursor) else LogCursor(start, 0)
         for record, cursor in self.iter_jsonl(path, start=end, validate=validate):
             if record is not None:
                 records.append(record)
             end = cursor
         return records, end
 
-    def sync(self, paths: Sequence[str | os.PathLike[str]] | None = None) -> None:
-        """fsync the JSONL logs that exist (default: all three; session end: nothing
+    def sync(self, logs: Iterable[LogName] | None = None) -> None:
+        """fsync the logs that exist (default: all three; session end: nothing
         finished is lost)."""
-        if paths is None:
-            paths = (self.calibrations_path, self.observations_path, self.sessions_path)
-        for path in paths:
+        names: Iterable[LogName] = ("pairs", "observations", "sessions") if logs is None else logs
+        for path in map(self.log_path, names):
             try:
                 self._sync_one(path)
             except OSError as err:
@@ -719,8 +904,6 @@ class TraceStore:
 
 
 _ENCODE = json.JSONEncoder(allow_nan=False, ensure_ascii=False).encode
-# json.dumps with keywords builds a new encoder per call; a log line is hot.
-_ENCODE_LINE = json.JSONEncoder(separators=(",", ":"), allow_nan=False, ensure_ascii=False).encode
 
 
 def _metrics_text(doc: Mapping[str, Any]) -> str:
@@ -760,7 +943,7 @@ def _encode_lines(
     lines: list[bytes] = []
     for index, record in enumerate(records):
         try:
-            text = _ENCODE_LINE(record)
+            text = encode_line(record)
         except (TypeError, ValueError) as err:
             msg = f"record {index} for {target} is not valid JSON ({err}): {record!r}"
             raise InvalidObservationError(msg) from err
@@ -807,7 +990,14 @@ def _check_metrics_shape(doc: object, path: Path) -> None:
         raise bad("'generated_at' must be an ISO timestamp string", generated)
 
 
-def _check_cursor(handle: Any, cursor: Cursor, size: int, path: Path) -> None:
+def _log_cursor(cursor: object) -> LogCursor:
+    if not isinstance(cursor, LogCursor):
+        msg = f"a file store reads its own positions (LogCursor), not {cursor!r}"
+        raise TypeError(msg)
+    return cursor
+
+
+def _check_cursor(handle: Any, cursor: LogCursor, size: int, path: Path) -> None:
     """A cursor past the end, or not after a newline, means the file was rewritten."""
     if cursor.offset == 0:
         return

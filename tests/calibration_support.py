@@ -1,0 +1,56 @@
+"""Helpers shared by the registry, calibrator and records tests."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pytest_ldd.calibrator import Calibrator
+from pytest_ldd.metric import Metric, bounded_rate, positive_count
+from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.store.files import TraceStore
+
+TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+
+
+def rate(name: str = "pass_rate", version: int = 1) -> Metric:
+    return bounded_rate(name, description="fraction of failing tests", version=version)
+
+
+def latency(unit: str = "ms", version: int = 1) -> Metric:
+    return positive_count(
+        "latency", description="p99 latency", unit=unit, normalize_scale=1000, version=version
+    )
+
+
+def log_errors(cal: Calibrator, name: str, errors: list[float]) -> None:
+    """Log pairs of a bounded metric whose absolute errors are ``errors``."""
+    for error in errors:
+        cal.log(name, 0.5 + error / 2, 0.5 - error / 2)
+
+
+def recording_context(registry: MetricRegistry, *, ship_specs: bool = False) -> Any:
+    """A recording session's context on ``registry`` (as the plugin makes one)."""
+    from pytest_ldd.config import LddConfig
+    from pytest_ldd.recording import RunContext
+
+    return RunContext(
+        registry=registry,
+        calibrator=Calibrator(registry),
+        config=LddConfig(),
+        session_id="20261201T083000Z-3f2a9c",
+        recording=True,
+        start_states={},
+        ship_specs=ship_specs,
+    )
+
+
+def snapshot(store: TraceStore) -> dict[str, bytes]:
+    if not store.ldd_dir.exists():
+        return {}
+    return {p.name: p.read_bytes() for p in store.ldd_dir.iterdir() if p.name != ".lock"}
+
+
+def re_match(pattern: str, text: str) -> bool:
+
+    return re.fullmatch(pattern, text) is not None
