@@ -66,3 +66,18 @@ def test_add_many_is_add_one_by_one(errors: list[float], keep: int) -> None:
         list(one.recent),
     )
     assert many.histogram == one.histogram
+
+
+def test_an_accumulator_keeps_its_positions_in_its_stores_form() -> None:
+    from pytest_ldd.errors import StoreCorruptError
+    from pytest_ldd.statistics import Accumulator
+
+    acc = Accumulator(2, "here", "there", keep=3)
+    acc.add_many([0.1, 0.2])
+    data = acc.to_json({"span": ["here", "there"]})
+    assert list(data)[:3] == ["version", "span", "n"]
+    back = Accumulator.from_json(data, "doc", lambda d: tuple(d["span"]))
+    assert (back.start, back.cursor, back.n, list(back.recent)) == ("here", "there", 2, [0.1, 0.2])
+    assert back.histogram == acc.histogram
+    with pytest.raises(StoreCorruptError, match="doc: calibration state is malformed"):
+        Accumulator.from_json(data, "doc", lambda d: d["missing"])

@@ -434,3 +434,44 @@ def test_a_log_renamed_away_while_held_open_gets_no_more_lines(tmp_path: Path) -
     store.append_sessions([{"id": "second"}])
     assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second"]
     assert [r["id"] for r in store.read_jsonl(rotated)[0]] == ["first"]
+
+
+def test_own_pairs_from_memory_are_the_pairs_read_back(tmp_path: Path) -> None:
+    """The fast path of read_pairs (this store's own appends) equals its slow twin."""
+    from pytest_ldd.records import line_head, line_tail, number_text, pair_text
+
+    store = TraceStore(tmp_path)
+    store.append_pairs([{**PAIR, "observed": 0.0}, {**PAIR, "metric_name": "n"}])
+    head, tail = line_head("m", 1), line_tail("s", "t::x")
+    texts = [
+        pair_text(head, number_text(p), number_text(0.5), "1", "2", "2026-01-01T00:00:00Z", tail)
+        for p in (0.1, 0.9, 0.5)
+    ]
+    store.append_lines([], texts, [("m", 1, abs(p - 0.5)) for p in (0.1, 0.9, 0.5)])
+    origin = store.origin()
+    fast = list(store.read_pairs([origin]))
+    slow = list(store.read_pairs([origin], recount=True))
+    assert len(fast) == 2  # one step per batch
+    assert len(slow) == 5  # one step per line
+    assert [e for _, errors, _ in fast for e in errors] == [
+        e for _, errors, _ in slow for e in errors
+    ]
+    assert fast[-1][2] == slow[-1][2] == LogCursor(store.calibrations_path.stat().st_size, 5)
+    middle = fast[0][2]
+    assert list(store.read_pairs([middle])) == [fast[1]]
+    again = [e for _, errors, _ in store.read_pairs([middle], recount=True) for e in errors]
+    assert again == list(fast[1][1])
+    # Another writer's line: the memory no longer ends the file, so the log is read.
+    TraceStore(tmp_path).append_calibrations([PAIR])
+    assert len(list(store.read_pairs([origin]))) == 6
+
+
+def test_positions_are_stored_in_the_keys_of_metrics_json(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    doc = store.position_json(LogCursor(10, 1), LogCursor(99, 7))
+    assert doc == {"start": {"offset": 10, "line": 1}, "log_offset": 99, "log_line": 7}
+    assert store.position_from_json(doc) == (LogCursor(10, 1), LogCursor(99, 7))
+    with pytest.raises(ValueError, match="'offset' must be an int >= 0"):
+        store.position_from_json({**doc, "log_offset": -1})
+    with pytest.raises(TypeError, match="LogCursor"):
+        store.position_json(3, LogCursor())  # type: ignore[arg-type]
