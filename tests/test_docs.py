@@ -52,6 +52,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from docs_sessions import PageProject, page_sybil
 
 from pytest_ldd import cli, plugin
 
@@ -105,6 +106,8 @@ def _directive(comment: str) -> tuple[str | None, str | None, str | None]:
         return "file", words[1], None
     if words[:1] == ["test-file"] and len(words) <= 2:
         return "test-file", words[1] if len(words) == 2 else DEFAULT_TEST_FILE, None
+    if words[:1] in (["not-run"], ["run"], ["patch"]):
+        return None, None, None  # console-session directives: see docs_sessions.py
     return (
         None,
         None,
@@ -524,3 +527,21 @@ def test_a_failing_test_file_example_fails(pytester: pytest.Pytester) -> None:
     (block,) = parse_blocks(page)
     with pytest.raises(AssertionError, match="exited 1"):
         run_test_file(block, pytester)
+
+
+# -- the console sessions ----------------------------------------------------------------
+
+SESSION_PAGES = [
+    page for page in PAGES if page.is_file() and "```console" in page.read_text("utf-8")
+]
+
+
+@pytest.mark.parametrize(
+    "page", SESSION_PAGES, ids=[page.relative_to(ROOT).as_posix() for page in SESSION_PAGES]
+)
+def test_console_sessions(page: Path, tmp_path: Path) -> None:
+    """The page's console blocks, run in order in one project built from its files."""
+    document = page_sybil().parse(page)
+    document.namespace["project"] = PageProject(tmp_path / "project")
+    for example in document:
+        example.evaluate()
