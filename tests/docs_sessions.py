@@ -217,6 +217,8 @@ _SHAPES = [
     (re.compile(r"\b\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|\+00:00)"), "<timestamp>"),
     # A duration as pytest prints it: 0.39s, 12.05s.
     (re.compile(r"(?<![\w.])\d+(?:\.\d+)?s\b"), "<duration>"),
+    # A duration with a space, in parentheses or after "in": (1.8 s), in 13.6 s.
+    (re.compile(r"(?:(?<=\()|(?<=\bin ))\d+(?:\.\d+)? s\b"), "<duration>"),
 ]
 # pytest's rules: "===== 1 passed in 0.39s =====", "_____ test_x _____", "----- ... -----".
 _RULE = re.compile(r"^([=_-])\1{2,} (.*?) \1{3,}$")
