@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import io
 import json
 import re
@@ -52,7 +53,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from docs_sessions import PageProject, page_sybil
+from docs_sessions import FencedBlock, PageProject, normalize, output_matches, page_sybil
 
 from pytest_ldd import cli, plugin
 
@@ -545,3 +546,164 @@ def test_console_sessions(page: Path, tmp_path: Path) -> None:
     document.namespace["project"] = PageProject(tmp_path / "project")
     for example in document:
         example.evaluate()
+
+
+def _page_story(tmp_path: Path, text: str) -> None:
+    """Run the console story of a page made of ``text``."""
+    __tracebackhide__ = True
+    page = _page(tmp_path, text)
+    document = page_sybil().parse(page)
+    document.namespace["project"] = PageProject(tmp_path / "project")
+    for example in document:
+        example.evaluate()
+
+
+def test_a_session_runs_the_pages_files_in_order(tmp_path: Path) -> None:
+    _page_story(
+        tmp_path,
+        "<!-- docs: file data/a.txt -->\n```text\none\n```\n\n"
+        "```console\n$ cat data/a.txt\none\n```\n\n"
+        "<!-- docs: file data/a.txt -->\n```text\ntwo\n```\n\n"
+        "<!-- docs: run\necho three >> data/a.txt\n-->\n\n"
+        "```console\n$ cat data/a.txt  # the later block replaced the file\ntwo\nthree\n"
+        "$ false\n$ echo $?\n1\n```\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("```console\n$ echo one\ntwo\n```\n", "prints other output"),
+        ("```console\n$ echo one\n```\n", "prints other output"),
+        ("```console\n$ false\n```\n", "exited 1"),
+        ("```console\nsome output\n```\n", "output before the first"),
+        ("```console\n```\n", "has no '\\$ ' command"),
+        ("<!-- docs: not-run -->\n```console\n$ echo\n```\n", "needs its reason"),
+        ("<!-- docs: run\nexit 3\n-->\n", "exited 3"),
+        ("<!-- docs: file a.txt -->\n\nprose\n\n```text\nx\n```\n", "not on the line before"),
+        ("<!-- docs: sikp -->\n```console\n$ echo\n```\n", "unknown docs directive"),
+        ("<!-- docs: patch a.py -->\n```diff\n-x = 1\n+x = 2\n```\n", "not a file"),
+    ],
+    ids=[
+        "other-output",
+        "missing-output",
+        "exit-status",
+        "no-prompt",
+        "empty",
+        "not-run-without-reason",
+        "run-fails",
+        "detached-directive",
+        "unknown-directive",
+        "patch-missing-file",
+    ],
+)
+def test_a_wrong_session_fails(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        _page_story(tmp_path, text)
+
+
+def test_not_run_blocks_are_not_run_and_patches_apply(tmp_path: Path) -> None:
+    _page_story(
+        tmp_path,
+        "<!-- docs: not-run (shows a command that fails here) -->\n```console\n$ false\n```\n"
+        "<!-- docs: file a.py -->\n```python\nx = 1\ny = 2\n```\n"
+        "<!-- docs: patch a.py -->\n```diff\n-x = 1\n+x = 3\n y = 2\n```\n"
+        "```console\n$ cat a.py\nx = 3\ny = 2\n```\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [
+        ("a\n...\nd", "a\nb\nc\nd"),
+        ("a\n...\nb", "a\nb"),
+        ("x = ... ms", "x = 12 ms"),
+        ("=== 1 passed in 0.39s ===", "=== 1 passed in <duration> ==="),
+    ],
+)
+def test_wildcards_match(expected: str, actual: str) -> None:
+    assert output_matches(normalize(expected), normalize(actual))
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [("a\n...\nd", "a\nb\nc"), ("x = ... ms", "x = 12 s"), ("a", "a\nb"), ("", "a")],
+)
+def test_wildcards_do_not_match_anything(expected: str, actual: str) -> None:
+    assert not output_matches(normalize(expected), normalize(actual))
+
+
+def test_normalize_replaces_what_changes_from_run_to_run(tmp_path: Path) -> None:
+    printed = (
+        f"wrote {tmp_path}/out.json at 2026-12-01T08:48:47Z, session 20261201T183608Z-66f0fe\n"
+        "======= 3 passed in 12.05s =======\n"
+        "session 2/7: passed  (1.8 s); 7 sessions in 13.6 s; solve_seconds = 3.1 s  \n\n"
+    )
+    assert normalize(printed, tmp_path) == (
+        "wrote /path/to/project/out.json at <timestamp>, session <session-id>\n"
+        "=== 3 passed in <duration> ===\n"
+        "session 2/7: passed  (<duration>); 7 sessions in <duration>; solve_seconds = 3.1 s"
+    )
+
+
+# -- figures from benchmarks/results.json ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def figures() -> types.ModuleType:
+    """``benchmarks/_markdown.py``, the generator of every quoted benchmark figure."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_markdown", ROOT / "benchmarks" / "_markdown.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _results() -> dict[str, object]:
+    return json.loads((ROOT / "benchmarks" / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.relative_to(ROOT).as_posix() for page in PAGES])
+def test_quoted_figures_are_those_of_results_json(page: Path, figures: types.ModuleType) -> None:
+    text = page.read_text(encoding="utf-8")
+    current = figures.update_page(text, _results())
+    diff = "\n".join(
+        difflib.unified_diff(
+            text.splitlines(), current.splitlines(), "page", "results.json", lineterm=""
+        )
+    )
+    assert current == text, (
+        f"{page.name} quotes figures that benchmarks/results.json does not hold; run "
+        f"`python benchmarks/_markdown.py --write`:\n{diff}"
+    )
+
+
+def test_a_stale_figure_is_found(figures: types.ModuleType) -> None:
+    doc = _results()
+    page = (
+        "Overhead: <!-- figure overhead.vs_harvest -->0.50x<!-- /figure -->.\n"
+        "<!-- benchmarks: tables -->\n\nold table\n\n<!-- /benchmarks -->\n"
+    )
+    current = figures.update_page(page, doc)
+    assert "0.50x" not in current
+    assert "old table" not in current
+    assert figures.render(doc) in current
+    with pytest.raises(figures.FigureError, match=r"unknown figure 'overhead\.typo'"):
+        figures.update_page("<!-- figure overhead.typo -->1x<!-- /figure -->", doc)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.relative_to(ROOT).as_posix() for page in PAGES])
+def test_every_console_block_is_in_the_story(page: Path) -> None:
+    """Sybil's regions hold every console block the line parser sees, none left out."""
+    document = page_sybil().parse(page)
+    story = [
+        region.parsed.line
+        for _, region in document.regions
+        if isinstance(region.parsed, FencedBlock) and region.parsed.language == "console"
+    ]
+    assert story == [b.line for b in parse_blocks(page) if b.language == "console"]
