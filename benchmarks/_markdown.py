@@ -181,6 +181,9 @@ _BLOCK = re.compile(
 )
 
 
+_FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
 def update_page(text: str, doc: dict[str, Any]) -> str:
     """``text`` with every marked figure and block generated from ``doc``."""
 
@@ -191,8 +194,17 @@ def update_page(text: str, doc: dict[str, Any]) -> str:
             raise FigureError(msg)
         return f"{match.group(1)}\n{BLOCKS[name](doc)}\n\n{match.group(4)}"
 
-    text = _BLOCK.sub(block, text)
-    return _INLINE.sub(lambda m: f"{m.group(1)}{figure(m.group('name'), doc)}{m.group(4)}", text)
+    def inline(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{figure(match.group('name'), doc)}{match.group(4)}"
+
+    # Markers shown inside fenced code blocks (as on docs/testing-docs.md) are text.
+    parts, done = [], 0
+    for fenced in _FENCED.finditer(text):
+        prose = text[done : fenced.start()]
+        parts += [_INLINE.sub(inline, _BLOCK.sub(block, prose)), fenced.group(0)]
+        done = fenced.end()
+    parts.append(_INLINE.sub(inline, _BLOCK.sub(block, text[done:])))
+    return "".join(parts)
 
 
 def pages() -> list[Path]:

@@ -269,6 +269,10 @@ def session_env() -> dict[str, str]:
         if not key.startswith(("PYTEST_", "LDD_")) and key not in _DROPPED_ENV
     }
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    # Only pytest-ldd is loaded, as in `ldd demo`: other plugins of the test environment
+    # (xdist, hypothesis) neither slow each session down nor change what it prints.
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    env["PYTEST_PLUGINS"] = "pytest_ldd.plugin"
     env["COLUMNS"] = "80"
     env["NO_COLOR"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"

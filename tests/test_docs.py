@@ -14,10 +14,17 @@ What is checked, by the fence's language:
   item or a block scalar, and back only to a level already open.
 - ``console`` / ``bash`` / ``shell`` / ``sh``: every ``ldd ...`` or
   ``python -m pytest_ldd ...`` command (on ``$ `` lines; in bash blocks without
-  prompts, on every line) is checked, not run: its verbs must exist (the command is
-  run with ``--help`` instead, which has no side effects) and every ``--option`` it
-  uses must appear in that help. ``pytest`` commands are never run; their ``--ldd*``
-  options must be ones the plugin defines.
+  prompts, on every line) is checked here, not run: its verbs must exist (the command
+  is run with ``--help`` instead, which has no side effects) and every ``--option`` it
+  uses must appear in that help; the ``--ldd*`` options of ``pytest`` commands must be
+  ones the plugin defines.
+- ``console`` blocks are also **run**, page by page (``test_console_sessions``): each
+  page is a story in one temporary project built from its ``file`` blocks, and what
+  each ``$ `` command prints must match what the page shows, with the wildcards of
+  docs/testing-docs.md. The runner is ``tests/docs_sessions.py`` (on Sybil); a block
+  marked ``<!-- docs: not-run (reason) -->`` is only checked as above.
+- Figures from ``benchmarks/results.json`` quoted on a page must be those that
+  ``benchmarks/_markdown.py`` generates (``test_quoted_figures_are_those_of_results_json``).
 - Any other language (``text``, none) is not checked.
 
 A Python block that is not standalone is marked by an HTML comment on the last
@@ -33,8 +40,9 @@ non-blank line before its fence (invisible on a rendered page):
   ``file`` blocks above it plus this one file, and ``pytest --ldd --strict-markers``
   run in it must exit 0 (advisory breaches only warn, so they pass).
 
-An unknown ``<!-- docs: ... -->`` comment fails its block, so a typo never turns a
-project file into a standalone script.
+The console-session markers (``not-run (reason)``, ``run``, ``patch PATH``) are
+described in docs/testing-docs.md. An unknown ``<!-- docs: ... -->`` comment fails its
+block, so a typo never turns a project file into a standalone script.
 """
 
 from __future__ import annotations
@@ -693,6 +701,8 @@ def test_a_stale_figure_is_found(figures: types.ModuleType) -> None:
     assert "0.50x" not in current
     assert "old table" not in current
     assert figures.render(doc) in current
+    shown = "```markdown\n<!-- figure memory.delta -->1 MB<!-- /figure -->\n```\n"
+    assert figures.update_page(shown, doc) == shown  # a marker shown in a code block is text
     with pytest.raises(figures.FigureError, match=r"unknown figure 'overhead\.typo'"):
         figures.update_page("<!-- figure overhead.typo -->1x<!-- /figure -->", doc)
 
