@@ -105,6 +105,14 @@ def _project_path(directive: Directive) -> str | None:
     return None
 
 
+def project_file(directive: Directive) -> tuple[str, str] | None:
+    """(role, path) of a ``file`` / ``conftest`` (role ``file``) or ``test-file`` marker."""
+    path = _project_path(directive)
+    if path is None:
+        return None
+    return ("test-file" if directive.verb == "test-file" else "file"), path
+
+
 def directive_error(directive: Directive) -> str | None:
     """Why a directive cannot be understood, or None."""
     verb = directive.verb

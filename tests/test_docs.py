@@ -1,7 +1,8 @@
 """Every fenced example in docs/*.md and README.md runs or parses.
 
-Each checked block is one test case, named ``page:line`` (the line of its opening
-fence), so a failure points at the example.
+Sybil parses the pages (``tests/docs_sessions.py``): each checked block is one test
+case, named ``page:line`` (the line of its opening fence), so a failure points at the
+example.
 
 What is checked, by the fence's language:
 
@@ -61,7 +62,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from docs_sessions import FencedBlock, PageProject, normalize, output_matches, page_sybil
+from docs_sessions import (
+    FencedBlock,
+    PageProject,
+    directive_error,
+    normalize,
+    output_matches,
+    page_sybil,
+    project_file,
+)
 
 from pytest_ldd import cli, plugin
 
@@ -75,10 +84,6 @@ PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 
 SHELL_LANGUAGES = ("console", "bash", "shell", "sh")
 CHECKED_LANGUAGES = ("python", "toml", "json", "yaml", "yml", *SHELL_LANGUAGES)
-DEFAULT_TEST_FILE = "test_example.py"
-
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
-_DIRECTIVE = re.compile(r"^<!--\s*docs:\s*(?P<body>.*?)\s*-->$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,62 +108,21 @@ class Block:
         return f"{page.as_posix()}:{self.line}"
 
 
-def _directive(comment: str) -> tuple[str | None, str | None, str | None]:
-    """(role, path, error) of a ``<!-- docs: ... -->`` comment line."""
-    match = _DIRECTIVE.match(comment)
-    if match is None:
-        return None, None, f"malformed docs directive {comment!r}"
-    words = match.group("body").split()
-    if words == ["conftest"]:
-        return "file", "conftest.py", None
-    if words[:1] == ["file"] and len(words) == 2:
-        return "file", words[1], None
-    if words[:1] == ["test-file"] and len(words) <= 2:
-        return "test-file", words[1] if len(words) == 2 else DEFAULT_TEST_FILE, None
-    if words[:1] in (["not-run"], ["run"], ["patch"]):
-        return None, None, None  # console-session directives: see docs_sessions.py
-    return (
-        None,
-        None,
-        (
-            f"unknown docs directive {comment!r} (expected 'conftest', 'file PATH' "
-            "or 'test-file [PATH]')"
-        ),
-    )
-
-
 def parse_blocks(page: Path) -> list[Block]:
-    """The fenced blocks of ``page``, with the directive each one carries."""
-    lines = page.read_text(encoding="utf-8").splitlines()
+    """The fenced blocks of ``page``, with the directive each one carries (via Sybil)."""
     blocks: list[Block] = []
-    index = 0
-    while index < len(lines):
-        opening = _FENCE.match(lines[index])
-        if opening is None:
-            index += 1
+    for _, region in page_sybil().parse(page).regions:
+        fenced = region.parsed
+        if not isinstance(fenced, FencedBlock):
             continue
-        indent, fence = opening.group("indent"), opening.group("fence")
-        info = opening.group("info").strip()
-        language = info.split()[0].lower() if info else ""
-        body: list[str] = []
-        end = index + 1
-        while end < len(lines):
-            closing = lines[end].strip()
-            if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
-                break
-            text = lines[end]
-            body.append(text[len(indent) :] if text.startswith(indent) else text.lstrip())
-            end += 1
-        before = index - 1
-        while before >= 0 and not lines[before].strip():
-            before -= 1
-        previous = lines[before].strip() if before >= 0 else ""
         role = path = error = None
-        if previous.startswith("<!--") and "docs:" in previous:
-            role, path, error = _directive(previous)
-        text = "\n".join(body) + "\n"
-        blocks.append(Block(page, index + 1, language, text, role, path, error))
-        index = end + 1
+        if fenced.directive is not None:
+            error = directive_error(fenced.directive)
+            marked = project_file(fenced.directive) if error is None else None
+            if marked is not None:
+                role, path = marked
+        text = str(fenced.source)
+        blocks.append(Block(page, fenced.line, fenced.language, text, role, path, error))
     return blocks
 
 
@@ -705,15 +669,3 @@ def test_a_stale_figure_is_found(figures: types.ModuleType) -> None:
     assert figures.update_page(shown, doc) == shown  # a marker shown in a code block is text
     with pytest.raises(figures.FigureError, match=r"unknown figure 'overhead\.typo'"):
         figures.update_page("<!-- figure overhead.typo -->1x<!-- /figure -->", doc)
-
-
-@pytest.mark.parametrize("page", PAGES, ids=[page.relative_to(ROOT).as_posix() for page in PAGES])
-def test_every_console_block_is_in_the_story(page: Path) -> None:
-    """Sybil's regions hold every console block the line parser sees, none left out."""
-    document = page_sybil().parse(page)
-    story = [
-        region.parsed.line
-        for _, region in document.regions
-        if isinstance(region.parsed, FencedBlock) and region.parsed.language == "console"
-    ]
-    assert story == [b.line for b in parse_blocks(page) if b.language == "console"]
