@@ -21,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from sybil import Document, Region, Sybil
+from sybil import Document, Example, Region, Sybil
 from sybil.parsers.markdown.lexers import DirectiveInHTMLCommentLexer, RawFencedCodeBlockLexer
 
 #: The language of the fenced blocks that are run.
@@ -49,6 +49,7 @@ class Directive:
 
     @property
     def verb(self) -> str:
+        """The directive's first word: ``file``, ``run``, ``not-run``, ..."""
         return self.words[0] if self.words else ""
 
 
@@ -315,31 +316,32 @@ class PageProject:
 
 
 def project_of(namespace: dict[str, object]) -> PageProject:
+    """The page's project (made by the test, in Sybil's namespace), its folder created."""
     project = namespace.get("project")
     assert isinstance(project, PageProject), "the page's project folder was not set up"
     project.folder.mkdir(parents=True, exist_ok=True)
     return project
 
 
-def evaluate_directive(example: object) -> str | None:
+def evaluate_directive(example: Example) -> str | None:
     """A directive of its own: a hidden ``run`` script, or a misplaced marker."""
-    directive = example.parsed  # type: ignore[attr-defined]
+    directive = example.parsed
     assert isinstance(directive, Directive)
     error = directive_error(directive)
     if error is not None:
         return error
     if directive.verb != "run":
         return f"'{' '.join(directive.words)}' is not on the line before a fenced block"
-    project = project_of(example.namespace)  # type: ignore[attr-defined]
+    project = project_of(example.namespace)
     code, output = run_shell("set -e\n" + directive.script, project.folder)
     if code != 0:
         return f"the hidden 'run' script exited {code}:\n{output}"
     return None
 
 
-def evaluate_block(example: object) -> str | None:
+def evaluate_block(example: Example) -> str | None:
     """A fenced block: written to the project, run as a session, or left alone."""
-    block = example.parsed  # type: ignore[attr-defined]
+    block = example.parsed
     assert isinstance(block, FencedBlock)
     directive = block.directive
     if directive is not None:
@@ -347,11 +349,11 @@ def evaluate_block(example: object) -> str | None:
         if error is not None:
             return error
         if directive.verb == _PATCH_VERB:
-            folder = project_of(example.namespace).folder  # type: ignore[attr-defined]
+            folder = project_of(example.namespace).folder
             return apply_patch(folder / directive.words[1], block.source)
         path = _project_path(directive)
         if path is not None:
-            target = project_of(example.namespace).folder / path  # type: ignore[attr-defined]
+            target = project_of(example.namespace).folder / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(block.source, encoding="utf-8")
             return None
@@ -359,7 +361,7 @@ def evaluate_block(example: object) -> str | None:
         return None
     if directive is not None and directive.verb == "not-run":
         return None
-    return run_session(block, project_of(example.namespace))  # type: ignore[attr-defined]
+    return run_session(block, project_of(example.namespace))
 
 
 def apply_patch(target: Path, diff: str) -> str | None:
