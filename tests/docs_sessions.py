@@ -137,7 +137,7 @@ def directive_error(directive: Directive) -> str | None:
         return None
     return (
         f"unknown docs directive {' '.join(directive.words)!r} (expected 'file PATH', "
-        "'conftest', 'test-file [PATH]', 'run' or 'not-run (reason)')"
+        "'conftest', 'test-file [PATH]', 'patch PATH', 'run' or 'not-run (reason)')"
     )
 
 
