@@ -13,6 +13,7 @@ this, wildcards included; this module is what it describes.
 from __future__ import annotations
 
 import difflib
+import importlib.util
 import os
 import re
 import subprocess
@@ -278,10 +279,13 @@ def session_env() -> dict[str, str]:
         if not key.startswith(("PYTEST_", "LDD_")) and key not in _DROPPED_ENV
     }
     env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
-    # Only pytest-ldd is loaded, as in `ldd demo`: other plugins of the test environment
-    # (xdist, hypothesis) neither slow each session down nor change what it prints.
+    # Only pytest-ldd (and xdist, for `-n`) is loaded: other plugins of the test
+    # environment (hypothesis, ...) neither slow each session down nor change its output.
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    env["PYTEST_PLUGINS"] = "pytest_ldd.plugin"
+    plugins = ["pytest_ldd.plugin"]
+    if importlib.util.find_spec("xdist") is not None:
+        plugins.append("xdist.plugin")
+    env["PYTEST_PLUGINS"] = ",".join(plugins)
     env["COLUMNS"] = "80"
     env["NO_COLOR"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
