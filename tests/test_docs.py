@@ -111,8 +111,8 @@ class Block:
 def parse_blocks(page: Path) -> list[Block]:
     """The fenced blocks of ``page``, with the directive each one carries (via Sybil)."""
     blocks: list[Block] = []
-    for _, region in page_sybil().parse(page).regions:
-        fenced = region.parsed
+    for example in page_sybil().parse(page):
+        fenced = example.parsed
         if not isinstance(fenced, FencedBlock):
             continue
         role = path = error = None
