@@ -1,17 +1,33 @@
-"""Render ``results.json`` as the Markdown tables of ``docs/performance.md``.
+"""The figures of ``results.json`` as Markdown, and the pages that quote them kept current.
 
-``python benchmarks/_markdown.py [benchmarks/results.json]`` prints them, so the
-published figures are copied from the results file, never typed by hand.
+Every figure the documentation quotes from a benchmark run is generated here, never
+typed by hand. A page marks what is generated:
+
+- a block, between ``<!-- benchmarks: NAME -->`` and ``<!-- /benchmarks -->`` on lines of
+  their own, where NAME is one of :data:`BLOCKS` (``tables``: the machine line, the
+  targets and every arm's medians);
+- a single figure inline, ``<!-- figure NAME -->1.13x<!-- /figure -->``, where NAME is
+  a target of ``results.json`` (``overhead.vs_record_property``, shown as the targets
+  table shows it) or one of :data:`FIGURES` (figures derived from the medians).
+
+``python benchmarks/_markdown.py`` prints the tables; ``--write`` rewrites the marked
+regions of README.md and docs/*.md from ``benchmarks/results.json``; ``--check`` exits 1
+naming each page whose figures disagree with it (tests/test_docs.py runs the check).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["render"]
+__all__ = ["BLOCKS", "FIGURES", "FigureError", "figure", "render", "update_page"]
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULTS = Path(__file__).resolve().parent / "results.json"
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -85,6 +101,138 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _arm(doc: dict[str, Any], benchmark: str, arm: str, key: str = "median") -> float:
+    data = doc["benchmarks"][benchmark]["arms"][arm]
+    return float(data["cpu_s"]["median"] if key == "cpu" else data[key])
+
+
+def _ratio(
+    doc: dict[str, Any], benchmark: str, arm: str, baseline: str, key: str = "median"
+) -> str:
+    return f"{_arm(doc, benchmark, arm, key) / _arm(doc, benchmark, baseline, key):.2f}x"
+
+
+def _per_test_us(doc: dict[str, Any], arm: str, baseline: str) -> str:
+    tests = doc["benchmarks"]["overhead"].get("tests", 2000)
+    delta = _arm(doc, "overhead", arm) - _arm(doc, "overhead", baseline)
+    return f"{delta / tests * 1e6:.0f} µs"
+
+
+def _sandbox(doc: dict[str, Any]) -> str:
+    sandbox = doc["benchmarks"]["sandbox"]
+    return (
+        f"sandbox {sandbox['sandbox_median_s']:.2f} s, plain pytest "
+        f"{sandbox['plain_median_s']:.2f} s (ratio {sandbox['ratio']:.2f}), plain pytest "
+        f"without plugin autoload {sandbox['plain_no_autoload_median_s']:.2f} s (ratio "
+        f"{sandbox['ratio_vs_no_autoload']:.2f})"
+    )
+
+
+#: Figures derived from ``results.json`` that pages quote inline, by name.
+FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
+    "overhead.ldd_spends_ms": lambda d: (
+        f"{(_arm(d, 'overhead', 'ldd') - _arm(d, 'overhead', 'record_property')) * 1e3:.0f} ms"
+    ),
+    "overhead.ldd_per_test_us": lambda d: _per_test_us(d, "ldd", "record_property"),
+    "overhead.installed_per_test_us": lambda d: _per_test_us(
+        d, "record_property_ldd_installed", "record_property"
+    ),
+    "overhead.installed_ratio": lambda d: _ratio(
+        d, "overhead", "record_property_ldd_installed", "record_property"
+    ),
+    "overhead.validating_per_test_us": lambda d: _per_test_us(
+        d, "ldd_not_recording", "record_property_ldd_installed"
+    ),
+    "overhead.writing_per_test_us": lambda d: _per_test_us(d, "ldd", "ldd_not_recording"),
+    "overhead_xdist.cpu_vs_harvest": lambda d: _ratio(
+        d, "overhead_xdist", "ldd", "harvest", "cpu"
+    ),
+    "memory.below_record_property_mb": lambda d: (
+        f"{-d['benchmarks']['memory']['delta_vs_record_property_mb']:.1f} MB"
+    ),
+    "sandbox.medians": _sandbox,
+    "machine.cores": lambda d: f"{d['machine']['cores']}",
+}
+
+#: Generated blocks, by name.
+BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {"tables": render}
+
+
+class FigureError(ValueError):
+    """A page marks a figure or block that this script does not know."""
+
+
+def figure(name: str, doc: dict[str, Any]) -> str:
+    """The text of the inline figure ``name``."""
+    for target in doc["targets"]:
+        if target["name"] == name:
+            return _fmt(target["value"], target["unit"])
+    if name in FIGURES:
+        return FIGURES[name](doc)
+    known = sorted([t["name"] for t in doc["targets"]] + list(FIGURES))
+    msg = f"unknown figure {name!r} (known: {', '.join(known)})"
+    raise FigureError(msg)
+
+
+_INLINE = re.compile(r"(<!-- figure (?P<name>[\w.-]+) -->)(?P<text>.*?)(<!-- /figure -->)")
+_BLOCK = re.compile(
+    r"^(<!-- benchmarks: (?P<name>[\w.-]+) -->\n)(?P<text>.*?)(^<!-- /benchmarks -->$)",
+    re.MULTILINE | re.DOTALL,
+)
+
+
+_FENCED = re.compile(r"^(`{3,}|~{3,})[^\n]*\n.*?^\1[ \t]*$", re.MULTILINE | re.DOTALL)
+
+
+def update_page(text: str, doc: dict[str, Any]) -> str:
+    """``text`` with every marked figure and block generated from ``doc``."""
+
+    def block(match: re.Match[str]) -> str:
+        name = match.group("name")
+        if name not in BLOCKS:
+            msg = f"unknown block {name!r} (known: {', '.join(sorted(BLOCKS))})"
+            raise FigureError(msg)
+        return f"{match.group(1)}\n{BLOCKS[name](doc)}\n\n{match.group(4)}"
+
+    def inline(match: re.Match[str]) -> str:
+        return f"{match.group(1)}{figure(match.group('name'), doc)}{match.group(4)}"
+
+    # Markers shown inside fenced code blocks (as on docs/testing-docs.md) are text.
+    parts, done = [], 0
+    for fenced in _FENCED.finditer(text):
+        prose = text[done : fenced.start()]
+        parts += [_INLINE.sub(inline, _BLOCK.sub(block, prose)), fenced.group(0)]
+        done = fenced.end()
+    parts.append(_INLINE.sub(inline, _BLOCK.sub(block, text[done:])))
+    return "".join(parts)
+
+
+def pages() -> list[Path]:
+    """The pages that may quote figures: README.md and docs/*.md."""
+    return [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def main(argv: list[str]) -> int:
+    """Print the tables, or ``--write`` / ``--check`` the pages."""
+    mode = argv[0] if argv and argv[0] in ("--write", "--check") else None
+    rest = argv[1:] if mode else argv
+    doc = json.loads((Path(rest[0]) if rest else RESULTS).read_text(encoding="utf-8"))
+    if mode is None:
+        print(render(doc))
+        return 0
+    stale = []
+    for page in pages():
+        text = page.read_text(encoding="utf-8")
+        current = update_page(text, doc)
+        if current != text:
+            stale.append(page)
+            if mode == "--write":
+                page.write_text(current, encoding="utf-8")
+    for page in stale:
+        verb = "rewrote" if mode == "--write" else "figures differ from results.json in"
+        print(f"{verb} {page.relative_to(ROOT)}", file=sys.stderr)
+    return 1 if stale and mode == "--check" else 0
+
+
 if __name__ == "__main__":
-    path = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "results.json"
-    print(render(json.loads(path.read_text(encoding="utf-8"))))
+    sys.exit(main(sys.argv[1:]))

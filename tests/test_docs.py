@@ -1,7 +1,8 @@
 """Every fenced example in docs/*.md and README.md runs or parses.
 
-Each checked block is one test case, named ``page:line`` (the line of its opening
-fence), so a failure points at the example.
+Sybil parses the pages (``tests/docs_sessions.py``): each checked block is one test
+case, named ``page:line`` (the line of its opening fence), so a failure points at the
+example.
 
 What is checked, by the fence's language:
 
@@ -14,10 +15,17 @@ What is checked, by the fence's language:
   item or a block scalar, and back only to a level already open.
 - ``console`` / ``bash`` / ``shell`` / ``sh``: every ``ldd ...`` or
   ``python -m pytest_ldd ...`` command (on ``$ `` lines; in bash blocks without
-  prompts, on every line) is checked, not run: its verbs must exist (the command is
-  run with ``--help`` instead, which has no side effects) and every ``--option`` it
-  uses must appear in that help. ``pytest`` commands are never run; their ``--ldd*``
-  options must be ones the plugin defines.
+  prompts, on every line) is checked here, not run: its verbs must exist (the command
+  is run with ``--help`` instead, which has no side effects) and every ``--option`` it
+  uses must appear in that help; the ``--ldd*`` options of ``pytest`` commands must be
+  ones the plugin defines.
+- ``console`` blocks are also **run**, page by page (``test_console_sessions``): each
+  page is a story in one temporary project built from its ``file`` blocks, and what
+  each ``$ `` command prints must match what the page shows, with the wildcards of
+  docs/testing-docs.md. The runner is ``tests/docs_sessions.py`` (on Sybil); a block
+  marked ``<!-- docs: not-run (reason) -->`` is only checked as above.
+- Figures from ``benchmarks/results.json`` quoted on a page must be those that
+  ``benchmarks/_markdown.py`` generates (``test_quoted_figures_are_those_of_results_json``).
 - Any other language (``text``, none) is not checked.
 
 A Python block that is not standalone is marked by an HTML comment on the last
@@ -33,14 +41,16 @@ non-blank line before its fence (invisible on a rendered page):
   ``file`` blocks above it plus this one file, and ``pytest --ldd --strict-markers``
   run in it must exit 0 (advisory breaches only warn, so they pass).
 
-An unknown ``<!-- docs: ... -->`` comment fails its block, so a typo never turns a
-project file into a standalone script.
+The console-session markers (``not-run (reason)``, ``run``, ``patch PATH``) are
+described in docs/testing-docs.md. An unknown ``<!-- docs: ... -->`` comment fails its
+block, so a typo never turns a project file into a standalone script.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import io
 import json
 import re
@@ -52,6 +62,15 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from docs_sessions import (
+    FencedBlock,
+    PageProject,
+    directive_error,
+    normalize,
+    output_matches,
+    page_sybil,
+    project_file,
+)
 
 from pytest_ldd import cli, plugin
 
@@ -65,10 +84,6 @@ PAGES = [*sorted((ROOT / "docs").glob("*.md")), ROOT / "README.md"]
 
 SHELL_LANGUAGES = ("console", "bash", "shell", "sh")
 CHECKED_LANGUAGES = ("python", "toml", "json", "yaml", "yml", *SHELL_LANGUAGES)
-DEFAULT_TEST_FILE = "test_example.py"
-
-_FENCE = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})\s*(?P<info>[^`]*)$")
-_DIRECTIVE = re.compile(r"^<!--\s*docs:\s*(?P<body>.*?)\s*-->$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,60 +108,21 @@ class Block:
         return f"{page.as_posix()}:{self.line}"
 
 
-def _directive(comment: str) -> tuple[str | None, str | None, str | None]:
-    """(role, path, error) of a ``<!-- docs: ... -->`` comment line."""
-    match = _DIRECTIVE.match(comment)
-    if match is None:
-        return None, None, f"malformed docs directive {comment!r}"
-    words = match.group("body").split()
-    if words == ["conftest"]:
-        return "file", "conftest.py", None
-    if words[:1] == ["file"] and len(words) == 2:
-        return "file", words[1], None
-    if words[:1] == ["test-file"] and len(words) <= 2:
-        return "test-file", words[1] if len(words) == 2 else DEFAULT_TEST_FILE, None
-    return (
-        None,
-        None,
-        (
-            f"unknown docs directive {comment!r} (expected 'conftest', 'file PATH' "
-            "or 'test-file [PATH]')"
-        ),
-    )
-
-
 def parse_blocks(page: Path) -> list[Block]:
-    """The fenced blocks of ``page``, with the directive each one carries."""
-    lines = page.read_text(encoding="utf-8").splitlines()
+    """The fenced blocks of ``page``, with the directive each one carries (via Sybil)."""
     blocks: list[Block] = []
-    index = 0
-    while index < len(lines):
-        opening = _FENCE.match(lines[index])
-        if opening is None:
-            index += 1
+    for example in page_sybil().parse(page):
+        fenced = example.parsed
+        if not isinstance(fenced, FencedBlock):
             continue
-        indent, fence = opening.group("indent"), opening.group("fence")
-        info = opening.group("info").strip()
-        language = info.split()[0].lower() if info else ""
-        body: list[str] = []
-        end = index + 1
-        while end < len(lines):
-            closing = lines[end].strip()
-            if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
-                break
-            text = lines[end]
-            body.append(text[len(indent) :] if text.startswith(indent) else text.lstrip())
-            end += 1
-        before = index - 1
-        while before >= 0 and not lines[before].strip():
-            before -= 1
-        previous = lines[before].strip() if before >= 0 else ""
         role = path = error = None
-        if previous.startswith("<!--") and "docs:" in previous:
-            role, path, error = _directive(previous)
-        text = "\n".join(body) + "\n"
-        blocks.append(Block(page, index + 1, language, text, role, path, error))
-        index = end + 1
+        if fenced.directive is not None:
+            error = directive_error(fenced.directive)
+            marked = project_file(fenced.directive) if error is None else None
+            if marked is not None:
+                role, path = marked
+        text = str(fenced.source)
+        blocks.append(Block(page, fenced.line, fenced.language, text, role, path, error))
     return blocks
 
 
@@ -524,3 +500,172 @@ def test_a_failing_test_file_example_fails(pytester: pytest.Pytester) -> None:
     (block,) = parse_blocks(page)
     with pytest.raises(AssertionError, match="exited 1"):
         run_test_file(block, pytester)
+
+
+# -- the console sessions ----------------------------------------------------------------
+
+SESSION_PAGES = [
+    page for page in PAGES if page.is_file() and "```console" in page.read_text("utf-8")
+]
+
+
+@pytest.mark.parametrize(
+    "page", SESSION_PAGES, ids=[page.relative_to(ROOT).as_posix() for page in SESSION_PAGES]
+)
+def test_console_sessions(page: Path, tmp_path: Path) -> None:
+    """The page's console blocks, run in order in one project built from its files."""
+    document = page_sybil().parse(page)
+    document.namespace["project"] = PageProject(tmp_path / "project")
+    for example in document:
+        example.evaluate()
+
+
+def _page_story(tmp_path: Path, text: str) -> None:
+    """Run the console story of a page made of ``text``."""
+    __tracebackhide__ = True
+    page = _page(tmp_path, text)
+    document = page_sybil().parse(page)
+    document.namespace["project"] = PageProject(tmp_path / "project")
+    for example in document:
+        example.evaluate()
+
+
+def test_a_session_runs_the_pages_files_in_order(tmp_path: Path) -> None:
+    _page_story(
+        tmp_path,
+        "<!-- docs: file data/a.txt -->\n```text\none\n```\n\n"
+        "```console\n$ cat data/a.txt\none\n```\n\n"
+        "<!-- docs: file data/a.txt -->\n```text\ntwo\n```\n\n"
+        "<!-- docs: run\necho three >> data/a.txt\n-->\n\n"
+        "```console\n$ cat data/a.txt  # the later block replaced the file\ntwo\nthree\n"
+        "$ false\n$ echo $?\n1\n```\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("```console\n$ echo one\ntwo\n```\n", "prints other output"),
+        ("```console\n$ echo one\n```\n", "prints other output"),
+        ("```console\n$ false\n```\n", "exited 1"),
+        ("```console\nsome output\n```\n", "output before the first"),
+        ("```console\n```\n", "has no '\\$ ' command"),
+        ("<!-- docs: not-run -->\n```console\n$ echo\n```\n", "needs its reason"),
+        ("<!-- docs: run\nexit 3\n-->\n", "exited 3"),
+        ("<!-- docs: file a.txt -->\n\nprose\n\n```text\nx\n```\n", "not on the line before"),
+        ("<!-- docs: sikp -->\n```console\n$ echo\n```\n", "unknown docs directive"),
+        ("<!-- docs: patch a.py -->\n```diff\n-x = 1\n+x = 2\n```\n", "not a file"),
+    ],
+    ids=[
+        "other-output",
+        "missing-output",
+        "exit-status",
+        "no-prompt",
+        "empty",
+        "not-run-without-reason",
+        "run-fails",
+        "detached-directive",
+        "unknown-directive",
+        "patch-missing-file",
+    ],
+)
+def test_a_wrong_session_fails(tmp_path: Path, text: str, message: str) -> None:
+    with pytest.raises(AssertionError, match=message):
+        _page_story(tmp_path, text)
+
+
+def test_not_run_blocks_are_not_run_and_patches_apply(tmp_path: Path) -> None:
+    _page_story(
+        tmp_path,
+        "<!-- docs: not-run (shows a command that fails here) -->\n```console\n$ false\n```\n"
+        "<!-- docs: file a.py -->\n```python\nx = 1\ny = 2\n```\n"
+        "<!-- docs: patch a.py -->\n```diff\n-x = 1\n+x = 3\n y = 2\n```\n"
+        "```console\n$ cat a.py\nx = 3\ny = 2\n```\n",
+    )
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [
+        ("a\n...\nd", "a\nb\nc\nd"),
+        ("a\n...\nb", "a\nb"),
+        ("x = ... ms", "x = 12 ms"),
+        ("=== 1 passed in 0.39s ===", "=== 1 passed in <duration> ==="),
+    ],
+)
+def test_wildcards_match(expected: str, actual: str) -> None:
+    assert output_matches(normalize(expected), normalize(actual))
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual"),
+    [("a\n...\nd", "a\nb\nc"), ("x = ... ms", "x = 12 s"), ("a", "a\nb"), ("", "a")],
+)
+def test_wildcards_do_not_match_anything(expected: str, actual: str) -> None:
+    assert not output_matches(normalize(expected), normalize(actual))
+
+
+def test_normalize_replaces_what_changes_from_run_to_run(tmp_path: Path) -> None:
+    printed = (
+        f"wrote {tmp_path}/out.json at 2026-12-01T08:48:47Z, session 20261201T183608Z-66f0fe\n"
+        "======= 3 passed in 12.05s =======\n"
+        "session 2/7: passed  (1.8 s); 7 sessions in 13.6 s; solve_seconds = 3.1 s  \n\n"
+    )
+    assert normalize(printed, tmp_path) == (
+        "wrote /path/to/project/out.json at <timestamp>, session <session-id>\n"
+        "=== 3 passed in <duration> ===\n"
+        "session 2/7: passed  (<duration>); 7 sessions in <duration>; solve_seconds = 3.1 s"
+    )
+
+
+# -- figures from benchmarks/results.json ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def figures() -> types.ModuleType:
+    """``benchmarks/_markdown.py``, the generator of every quoted benchmark figure."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "benchmarks_markdown", ROOT / "benchmarks" / "_markdown.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _results() -> dict[str, object]:
+    return json.loads((ROOT / "benchmarks" / "results.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[page.relative_to(ROOT).as_posix() for page in PAGES])
+def test_quoted_figures_are_those_of_results_json(page: Path, figures: types.ModuleType) -> None:
+    text = page.read_text(encoding="utf-8")
+    current = figures.update_page(text, _results())
+    diff = "\n".join(
+        difflib.unified_diff(
+            text.splitlines(), current.splitlines(), "page", "results.json", lineterm=""
+        )
+    )
+    assert current == text, (
+        f"{page.name} quotes figures that benchmarks/results.json does not hold; run "
+        f"`python benchmarks/_markdown.py --write`:\n{diff}"
+    )
+
+
+def test_a_stale_figure_is_found(figures: types.ModuleType) -> None:
+    doc = _results()
+    page = (
+        "Overhead: <!-- figure overhead.vs_harvest -->0.50x<!-- /figure -->.\n"
+        "<!-- benchmarks: tables -->\n\nold table\n\n<!-- /benchmarks -->\n"
+    )
+    current = figures.update_page(page, doc)
+    assert "0.50x" not in current
+    assert "old table" not in current
+    assert figures.render(doc) in current
+    shown = "```markdown\n<!-- figure memory.delta -->1 MB<!-- /figure -->\n```\n"
+    assert figures.update_page(shown, doc) == shown  # a marker shown in a code block is text
+    with pytest.raises(figures.FigureError, match=r"unknown figure 'overhead\.typo'"):
+        figures.update_page("<!-- figure overhead.typo -->1x<!-- /figure -->", doc)
