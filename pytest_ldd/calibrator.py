@@ -362,7 +362,7 @@ class Calibrator:
         return results
 
     def _fingerprint(self) -> list[tuple[str, Cursor, int, MetricState, bool]]:
-        """What a write of ``metrics.json`` would record, in a cheaply comparable form."""
+        """What a write of the registry document would record, in a cheaply comparable form."""
         return [
             (name, e.acc.cursor, e.acc.n, e.state, e.persisted)
             for name, e in self.registry._entries.items()
@@ -375,9 +375,9 @@ class Calibrator:
         history: Mapping[tuple[str, str], Sequence[float]] | None = None,
         history_window: int = 10,
     ) -> list[tuple[str, MetricState, MetricState]]:
-        """Catch up the statistics and re-evaluate states, in one locked metrics.json write.
+        """Catch up the statistics and re-evaluate states, in one locked document write.
 
-        Reloads ``metrics.json`` under the store lock, counts only the pairs
+        Reloads the registry document under the store lock, counts only the pairs
         appended since the stored positions, re-evaluates ``names`` (default: all;
         composites that depend on them too), promotes and demotes, appends
         ``history`` (see :meth:`MetricRegistry.extend_history`), writes once and

@@ -62,7 +62,7 @@ def read_only_error(store: Store) -> LddError:
 class MetricRegistry:
     """Every metric of a project: specs, states, calibration statistics, history.
 
-    The registry reads ``metrics.json`` when it is created, so a metric registered
+    The registry reads its document from the store when it is created, so a metric registered
     in an earlier process needs no re-registration.  ``gate`` is the default
     :class:`CalibrationGate`, ``gates`` per-metric overrides.  With
     ``read_only=True`` nothing is ever written: registrations are still validated
@@ -270,7 +270,7 @@ class MetricRegistry:
     # ------------------------------------------------------------------ disk
 
     def reload(self) -> None:
-        """Re-read ``metrics.json`` (keeping memory-only specs and newer in-memory figures).
+        """Re-read the registry document (keeping memory-only specs and newer in-memory figures).
 
         A file whose bytes are those this registry last read or wrote is not parsed
         again (bytes, not timestamps: coarse file-system clocks cannot fool it).
@@ -289,7 +289,7 @@ class MetricRegistry:
             new = fresh.get(name)
             if new is None:
                 # Known here but not on disk: a read-only registration, or a
-                # metrics.json that was removed; the next write stores it again.
+                # document that was removed; the next write stores it again.
                 old.persisted = False
                 fresh[name] = old
                 continue
@@ -449,7 +449,7 @@ class MetricRegistry:
     ) -> None:
         """Append values per ``(metric, key)``, keeping the last ``window`` of each.
 
-        Stored in ``metrics.json`` (one locked update); only in memory when the
+        Stored in the registry document (one locked update); only in memory when the
         registry is read-only.  A version bump starts the history afresh.
         """
         self._check_history(items, window)

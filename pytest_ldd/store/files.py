@@ -30,7 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, final
+from typing import TYPE_CHECKING, Any, Final, final
 
 from pytest_ldd.errors import (
     InvalidObservationError,
@@ -40,6 +40,9 @@ from pytest_ldd.errors import (
 )
 from pytest_ldd.records import PairError, check_pair_line, encode_line
 from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead
+
+if TYPE_CHECKING:
+    from pytest_ldd.store import Store
 
 __all__ = [
     "CALIBRATIONS_FILE",
@@ -1099,3 +1102,10 @@ def _fsync_dir(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+if TYPE_CHECKING:
+
+    def _is_a_store(store: TraceStore) -> Store:
+        # The type checker proves here that the file store implements the protocol.
+        return store
