@@ -255,6 +255,17 @@ class Calibrator:
         self._caught_up([entry])
         return entry.acc.stats(self.gate_for(name).window)
 
+    def mae(self, name: str) -> float | None:
+        """Mean absolute error of ``name``'s pairs: ``stats(name).mae`` (None before any pair).
+
+        The seed's name for the drift check; a thin alias of :meth:`stats`.
+        """
+        return self.stats(name).mae
+
+    def n_samples(self, name: str) -> int:
+        """How many pairs of ``name``'s current version are logged: ``stats(name).n``."""
+        return self.stats(name).n
+
     def recompute(self, name: str) -> CalibrationStats:
         """Statistics of ``name``'s version from a full re-read of the calibration log."""
         entry = self.registry._entry(name)

@@ -143,6 +143,19 @@ def test_four_pairs_are_not_enough_five_are(registry: MetricRegistry) -> None:
     assert registry.state("pass_rate").promoted_at is not None
 
 
+def test_seed_aliases_mae_and_n_samples(registry: MetricRegistry) -> None:
+    # The seed's convenience names (Calibrator.mae, n_samples) are thin aliases of stats().
+    registry.register(rate())
+    cal = Calibrator(registry)
+    assert cal.mae("pass_rate") is None
+    assert cal.n_samples("pass_rate") == 0
+    cal.log("pass_rate", 0.5, 0.3)
+    cal.log("pass_rate", 0.5, 0.4)
+    assert cal.n_samples("pass_rate") == 2
+    assert cal.mae("pass_rate") == pytest.approx(0.15)
+    assert cal.mae("pass_rate") == cal.stats("pass_rate").mae
+
+
 def test_mae_of_exactly_the_limit_passes(registry: MetricRegistry) -> None:
     registry.register(rate())
     cal = Calibrator(registry)
