@@ -706,6 +706,16 @@ class LddSession:
             for name, before, after in ledger.state_changes:
                 self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
             self.document = ledger.document()
+            if (
+                self.recording
+                or self.config.getoption("ldd_report")
+                or self.config.getoption("ldd_html")
+            ):
+                from pytest_ldd.vcs import describe_commit  # once per session: runs git
+
+                self.document["commit"] = describe_commit(
+                    self.config.rootpath, ignore=self.ctx.registry.store.ldd_dir
+                )
             if self.recording:
                 store = self.ctx.registry.store
                 try:
