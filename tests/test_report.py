@@ -674,14 +674,19 @@ def test_build_report_document(tmp_path: Path) -> None:
     assert pairs["latency_ms"][0]["observed"] == pytest.approx(0.12)
     # Each session once: the stored line, then the given ones, then this session.
     assert [s["session_id"] for s in doc["history"]["sessions"]] == ["s1", "s2", "s3"]
+    assert [s["number"] for s in doc["history"]["sessions"]] == [1, 2, 3]
     assert set(doc["history"]["sessions"][0]) == {
+        "number",
         "session_id",
         "started_at",
         "ended_at",
+        "commit",
         "counts",
         "corpus",
         "state_changes",
+        "metrics",
     }
+    assert doc["history"]["sampling"] is None
     assert json.loads(dumps(doc)) == json.loads(json.dumps(doc))
 
     page = parse(render_html(doc))
