@@ -712,7 +712,12 @@ def test_build_report_reads_without_creating(tmp_path: Path) -> None:
     registry = MetricRegistry(TraceStore(tmp_path), read_only=True)
     registry.register(accuracy())
     doc = build_report(registry)
-    assert doc["history"] == {"calibrations": {"accuracy": []}, "sessions": []}
+    assert doc["history"] == {
+        "calibrations": {"accuracy": []},
+        "observations": {"accuracy": []},
+        "sessions": [],
+        "sampling": None,
+    }
     assert not (tmp_path / ".ldd").exists()
 
 
