@@ -71,7 +71,7 @@ __all__ = [
 REPORT_SCHEMA_VERSION = 1
 
 #: What the HTML report reads of each log at most (bytes) before it samples.
-HTML_LOG_BUDGET = 8 << 20
+HTML_LOG_BUDGET = 4 << 20
 
 
 # -- JSON objects shared by the CLI and the reports ------------------------------------

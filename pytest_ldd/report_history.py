@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 
 __all__ = ["SAMPLE_LINES", "LogExcerpt", "read_log"]
 #: Lines sampled evenly from the part of a long log before its tail.
-SAMPLE_LINES: Final = 4000
+SAMPLE_LINES: Final = 3000
 #: Bytes read at each probe; a longer line is read on, up to _MAX_LINE.
 _WINDOW: Final = 1024
 _MAX_LINE: Final = 1 << 20
