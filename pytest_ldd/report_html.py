@@ -78,7 +78,7 @@ _CSS = """
   :root { --ink: #e8e8e8; --muted: #b0b0b0; --rule: #444444; --soft: #262626;
     --page: #161616; --bad: #ff8a80; --good: #5fd3a6; }
   svg.ldd-plot { background: #1e1e1e; }
-  svg.ldd-plot text { fill: #dddddd; }
+  svg.ldd-plot .ldd-axes text, svg.ldd-plot .ldd-empty { fill: #dddddd; }
   svg.ldd-plot .ldd-axes line { stroke: #3a3a3a; }
   svg.ldd-plot .ldd-axes rect { stroke: #777777; }
 }
@@ -96,7 +96,8 @@ p.meta, p.note { color: var(--muted); margin: 4px 0; font-size: 0.92em; }
 table { border-collapse: collapse; margin: 8px 0 16px; font-size: 0.9em; }
 th, td { padding: 4px 10px; border-bottom: 1px solid var(--rule); text-align: left;
   vertical-align: top; }
-td { overflow-wrap: anywhere; }
+td { overflow-wrap: break-word; }
+td.id { overflow-wrap: anywhere; min-width: 14ch; }
 th { background: var(--soft); font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monospace;
@@ -110,6 +111,14 @@ code, .mono { font-family: ui-monospace, SFMono-Regular, Menlo, Consolas, monosp
 figure { margin: 0 0 12px; min-width: 0; }
 figure svg { display: block; width: 100%; height: auto; max-width: 100%; }
 figure.timeline svg { max-width: 1000px; }
+/* A narrow window shrinks the timeline's drawing: its text and points grow in
+   drawing units so that they stay readable on the page. */
+@media (max-width: 700px) {
+  svg.ldd-timeline text { font-size: 19px; }
+  svg.ldd-timeline circle.ldd-point { r: 6px; }
+  table { font-size: 0.85em; }
+  th, td { padding: 3px 6px; }
+}
 .plots { display: grid; gap: 16px; grid-template-columns: repeat(auto-fit,
   minmax(min(100%, 320px), 1fr)); max-width: 1000px; }
 .plots svg { max-width: 460px; }
@@ -121,7 +130,7 @@ ul.lines { padding-left: 20px; margin: 6px 0; }
   :root { --ink: #000000; --muted: #333333; --page: #ffffff; }
   body { max-width: none; padding: 0; font-size: 10pt; }
   svg.ldd-plot { background: #ffffff; }
-  svg.ldd-plot text { fill: #222222; }
+  svg.ldd-plot .ldd-axes text { fill: #222222; }
   section.ldd-metric, figure, table { break-inside: avoid; }
   .table-wrap { overflow: visible; }
 }
@@ -502,7 +511,10 @@ def _breaches_section(doc: Mapping[str, Any], sessions: _Sessions) -> list[str]:
     order = sorted(range(len(rows)), key=lambda i: (not failed[i], rows[i][1]))
     body = []
     for i in order:
-        cells = "".join(f"<td>{escape(c)}</td>" for c in rows[i])
+        cells = "".join(
+            f'<td class="id">{escape(c)}</td>' if column == 4 else f"<td>{escape(c)}</td>"
+            for column, c in enumerate(rows[i])
+        )
         body.append(f'<tr class="failed">{cells}</tr>' if failed[i] else f"<tr>{cells}</tr>")
     head = "".join(f"<th>{escape(h)}</th>" for h in headers)
     out.append(

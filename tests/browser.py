@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import fcntl
 import json
 import os
 import select
@@ -56,8 +57,12 @@ class Browser:
         self._read, from_child = os.pipe()
 
         def wire() -> None:  # in the child: the protocol's two descriptors
-            os.dup2(to_child, 3)
-            os.dup2(from_child, 4)
+            # Moved above 9 first, so that neither pipe end is 3 or 4 already (dup2 of
+            # a descriptor onto itself would keep its close-on-exec flag).
+            high_in = fcntl.fcntl(to_child, fcntl.F_DUPFD, 10)
+            high_out = fcntl.fcntl(from_child, fcntl.F_DUPFD, 10)
+            os.dup2(high_in, 3)
+            os.dup2(high_out, 4)
 
         self.process = subprocess.Popen(
             [chromium(), *FLAGS, "--remote-debugging-pipe", f"--user-data-dir={profile}"],
@@ -172,3 +177,28 @@ class Browser:
             session=self.session,
         )
         return base64.b64decode(shot["data"])
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python tests/browser.py PAGE.html OUT.png [WIDTH HEIGHT]``: a screenshot.
+
+    How ``docs/images/report.png`` is made from the demo's report (see docs/report.md).
+    """
+    import sys
+
+    args = sys.argv[1:] if argv is None else argv
+    if len(args) not in (2, 4):
+        print(main.__doc__, file=sys.stderr)
+        return 2
+    page, out = Path(args[0]).resolve(), Path(args[1])
+    width, height = (int(args[2]), int(args[3])) if len(args) == 4 else (1400, 1800)
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as profile, Browser(Path(profile)) as browser:
+        browser.open(page.as_uri(), width=width, height=height)
+        out.write_bytes(browser.screenshot(width=width, height=height))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
