@@ -207,11 +207,25 @@ def _cmd_show(args: argparse.Namespace) -> int:
         ),
         ("promoted_at", state.promoted_at or "-"),
         ("demoted_at", state.demoted_at or "-"),
+        ("last session", _last_session(project, args.name)),
     ]
     width = max(len(key) for key, _ in pairs)
     for key, value in pairs:
         _say(f"{(key + ':').ljust(width + 1)}  {value}")
     return EXIT_OK
+
+
+def _last_session(project: Project, name: str) -> str:
+    """``Session 7 · 2026-12-01 19:46 UTC · 1a2b3c4`` of the last session touching ``name``."""
+    from pytest_ldd.report import session_name
+
+    store = project.registry.store
+    sessions, _ = store.read_jsonl(store.sessions_path)
+    for number in range(len(sessions), 0, -1):
+        item = sessions[number - 1]
+        if any(isinstance(m, dict) and m.get("name") == name for m in item.get("metrics") or ()):
+            return session_name(number, item)
+    return "-"
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:

@@ -382,6 +382,16 @@ def _timeline(
             queue = waiting.get((key, o.get("nodeid"), value))
             pair = queue.pop(0) if queue else None
             raw.append((key, str(o.get("nodeid") or "outside pytest"), float(value), pair))
+        # Pairs logged outside pytest (`ldd metric calibrate`) have no observation line:
+        # their observed value is a point of its own.
+        for queue in waiting.values():
+            for p in queue:
+                value = p.get("raw_observed")
+                if p.get("session_id") is None and isinstance(value, (int, float)):
+                    key = sessions.key(p)
+                    first_seen.setdefault(key, str(p.get("timestamp") or ""))
+                    raw.append((key, "outside pytest", float(value), p))
+        raw.sort(key=lambda r: sessions.order(r[0], first_seen.get(r[0], "")))
         what = "observations"
     finite = [r for r in raw if math.isfinite(r[2])]
     keys = sorted({r[0] for r in finite}, key=lambda k: sessions.order(k, first_seen.get(k, "")))
