@@ -102,8 +102,10 @@ class Browser:
             if left <= 0:
                 msg = f"no answer from Chromium within {self.timeout} s"
                 raise TimeoutError(msg)
-            ready, _, _ = select.select([self._read], [], [], left)
-            if ready:
+            # poll, not select: a long test session may hold descriptors past 1024.
+            poller = select.poll()
+            poller.register(self._read, select.POLLIN | select.POLLHUP)
+            if poller.poll(left * 1000):
                 chunk = os.read(self._read, 1 << 20)
                 if not chunk:
                     msg = "Chromium closed the DevTools pipe"
