@@ -1111,3 +1111,33 @@ def test_build_report_with_a_budget_says_it_read_an_excerpt(tmp_path: Path) -> N
     page = render_html(doc)
     assert "Read from an excerpt of the log" in page
     assert f"Showing {SCATTER_POINTS} of {len(pairs):,} pairs" in page
+
+
+def test_timeline_marks_a_demotion_and_shades_the_states_after_it() -> None:
+    doc = hand_doc()
+    s2 = doc["history"]["sessions"][1]
+    s2["metrics"][0]["state_after"] = "drifting"
+    s2["state_changes"] = [{"name": "accuracy", "before": "load_bearing", "after": "drifting"}]
+    doc["history"]["sessions"].append(
+        {
+            "number": 4,
+            "session_id": "s4",
+            "started_at": "2026-12-05T08:00:00Z",
+            "counts": {},
+            "corpus": {},
+            "metrics": [accuracy_row("drifting", "drifting", [])],
+        }
+    )
+    doc["history"]["observations"]["accuracy"].append(
+        observation(0.6, "2026-12-05T08:00:01Z", "s4", "t.py::a")
+    )
+    (accuracy, _) = parse(render_html(doc)).of("ldd-timeline")
+    # s1 advisory, the day outside pytest and s2 load-bearing, s4 advisory again.
+    assert accuracy["bands"] == [
+        "ldd-band-advisory",
+        "ldd-band-load-bearing",
+        "ldd-band-advisory",
+    ]
+    assert [kind for kind, _ in accuracy["marks"]] == ["ldd-promotion", "ldd-demotion"]
+    promoted, demoted = (float(attrs["x1"]) for _, attrs in accuracy["marks"])
+    assert promoted < demoted
