@@ -713,9 +713,8 @@ class LddSession:
             ):
                 from pytest_ldd.vcs import describe_commit  # once per session: runs git
 
-                self.document["commit"] = describe_commit(
-                    self.config.rootpath, ignore=self.ctx.registry.store.ldd_dir
-                )
+                folder = getattr(self.ctx.registry.store, "ldd_dir", None)
+                self.document["commit"] = describe_commit(self.config.rootpath, ignore=folder)
             if self.recording:
                 store = self.ctx.registry.store
                 try:
