@@ -44,6 +44,7 @@ from pytest_ldd.svg import (
 )
 
 __all__ = [
+    "LATEST_SESSION_POINTS",
     "MAE_POINTS",
     "SCATTER_POINTS",
     "SESSION_ROWS",
@@ -61,6 +62,8 @@ _TOLERANCE = 1e-9
 TIMELINE_POINTS: Final = 300
 SCATTER_POINTS: Final = 250
 MAE_POINTS: Final = 200
+#: Points the latest session keeps on a dense timeline of many sessions.
+LATEST_SESSION_POINTS: Final = 30
 #: Sessions listed in the sessions table (the most recent ones).
 SESSION_ROWS: Final = 30
 
@@ -396,7 +399,7 @@ def _timeline(
     finite = [r for r in raw if math.isfinite(r[2])]
     keys = sorted({r[0] for r in finite}, key=lambda k: sessions.order(k, first_seen.get(k, "")))
     slot_of = {k: i for i, k in enumerate(keys)}
-    shown = thin(finite, TIMELINE_POINTS)
+    shown, per_slot = _thin_by_session(finite, [slot_of[r[0]] for r in finite], len(keys))
     points = []
     for key, where, value, pair in shown:
         predicted = pair.get("raw_predicted") if pair is not None else None
@@ -432,11 +435,47 @@ def _timeline(
         "while advisory; vertical lines mark promotion and demotion."
     )
     if len(shown) < len(finite):
+        if not per_slot:
+            how = f"the last {TIMELINE_POINTS // 3} and an even sample of the rest"
+        elif len(keys) > 1:
+            how = (
+                f"at most {per_slot:,} per session and {LATEST_SESSION_POINTS} of the latest, "
+                "evenly spread within each"
+            )
+        else:
+            how = "an even sample"
+        caption.append(f"Showing {len(shown):,} of {len(finite):,} {what}: {how}.")
+    if (doc.get("history") or {}).get("sampling"):
         caption.append(
-            f"Showing {len(shown):,} of {len(finite):,} {what}: the last {TIMELINE_POINTS // 3}"
-            " and an even sample of the rest."
+            _sampling_note(doc).strip()
+            + " An observation shows its prediction where the excerpts of both logs hold it."
         )
     return plot, " ".join(caption)
+
+
+def _thin_by_session(items: Sequence[T], slots: Sequence[int], count: int) -> tuple[list[T], int]:
+    """At most TIMELINE_POINTS items, shared out over the ``count`` session slots.
+
+    The latest slot keeps up to LATEST_SESSION_POINTS of its items (all of the budget
+    when it is the only slot), every other slot an equal share of the rest, each
+    evenly spread by :func:`thin`, so a dense session does not crowd out the others.
+    With more slots than points, the whole series is thinned at once.  Returns the
+    items and the cap of the other slots (0 when the series was thinned at once).
+    """
+    if len(items) <= TIMELINE_POINTS:
+        return list(items), 0
+    latest_cap = TIMELINE_POINTS if count <= 1 else LATEST_SESSION_POINTS
+    per_slot = (TIMELINE_POINTS - latest_cap) // (count - 1) if count > 1 else TIMELINE_POINTS
+    if per_slot < 1:
+        return thin(items, TIMELINE_POINTS), 0
+    groups: dict[int, list[T]] = {}
+    for item, slot in zip(items, slots, strict=True):
+        groups.setdefault(slot, []).append(item)
+    latest = max(groups)
+    out: list[T] = []
+    for slot in sorted(groups):
+        out += thin(groups[slot], latest_cap if slot == latest else per_slot)
+    return out, per_slot
 
 
 # -- tables ----------------------------------------------------------------------------------

@@ -28,6 +28,7 @@ from pytest_ldd.report import (
 )
 from pytest_ldd.report_history import read_log
 from pytest_ldd.report_html import (
+    LATEST_SESSION_POINTS,
     MAE_POINTS,
     SCATTER_POINTS,
     TIMELINE_POINTS,
@@ -1141,3 +1142,34 @@ def test_timeline_marks_a_demotion_and_shades_the_states_after_it() -> None:
     assert [kind for kind, _ in accuracy["marks"]] == ["ldd-promotion", "ldd-demotion"]
     promoted, demoted = (float(attrs["x1"]) for _, attrs in accuracy["marks"])
     assert promoted < demoted
+
+
+def test_a_dense_timeline_shares_its_points_out_over_the_sessions() -> None:
+    doc = hand_doc()
+    sessions = [
+        {
+            "number": i + 1,
+            "session_id": f"d{i:02d}",
+            "started_at": f"2026-12-01T{i // 60:02d}:{i % 60:02d}:00Z",
+            "counts": {},
+            "corpus": {},
+            "metrics": [],
+        }
+        for i in range(50)
+    ]
+    doc["session"] = None
+    doc["history"]["sessions"] = sessions
+    doc["history"]["calibrations"]["accuracy"] = []
+    doc["history"]["observations"]["accuracy"] = [
+        observation(0.5, s["started_at"], s["session_id"], f"t.py::{k}")
+        for s in sessions
+        for k in range(100)
+    ]
+    text = render_html(doc)
+    (timeline, _) = parse(text).of("ldd-timeline")
+    # 49 earlier sessions share 270 points (5 each), the latest keeps 30.
+    assert timeline["points"] == 49 * 5 + LATEST_SESSION_POINTS
+    tips = timeline["tips"]
+    assert sum("Session 50 ·" in t for t in tips) == LATEST_SESSION_POINTS
+    assert sum("Session 1 ·" in t for t in tips) == 5
+    assert "Showing 275 of 5,000 observations: at most 5 per session and 30 of the" in text
