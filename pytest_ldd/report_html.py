@@ -70,9 +70,6 @@ SESSION_ROWS: Final = 30
 #: Corpus metrics: their timeline is the session aggregate, not the episodes.
 _CORPUS_VALUE: Final = {"task_success": "success_rate", "cost_per_success": "pooled"}
 
-_ADVISORY_STATES: Final = frozenset(
-    {"insufficient_data", "catastrophic_outlier", "tail_risk_high", "drifting"}
-)
 
 _CSS = """
 :root { color-scheme: light dark; --ink: #1f1f1f; --muted: #595959; --rule: #d9d9d9;
@@ -250,7 +247,8 @@ class _Sessions:
         return "cli" if key.startswith("outside pytest") else "?"
 
 
-def _metric_rows(session: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+def _metric_row(session: Mapping[str, Any], name: str) -> Mapping[str, Any] | None:
+    """The row of ``name`` in a session's ``metrics``, if the session touched it."""
     for row in session.get("metrics") or ():
         if isinstance(row, Mapping) and row.get("name") == name:
             return row
@@ -261,7 +259,7 @@ def _bounds(name: str, sessions: _Sessions, unit: str) -> list[Bound]:
     """The gate bounds of ``name`` in the latest session that had any."""
     for item in reversed(sessions.recorded):
         found: list[Bound] = []
-        row = _metric_rows(item, name)
+        row = _metric_row(item, name)
         for text in (row or {}).get("gates") or ():
             op, _, limit = str(text).partition(" ")
             try:
@@ -299,7 +297,7 @@ def _states(
     marks: list[StateMark] = []
     for slot, key in enumerate(keys):
         item = sessions.by_id.get(key)
-        row = _metric_rows(item, name) if item else None
+        row = _metric_row(item, name) if item else None
         before = str(row.get("state_before") or state) if row else state
         after = str(row.get("state_after") or before) if row else before
         for change in (item or {}).get("state_changes") or ():
