@@ -15,6 +15,8 @@ Benchmarks (``--only`` takes these names):
   ``pytest --ldd`` session on stores of 10,000, 100,000 and 1,000,000 pairs;
 - ``memory``: peak RSS of a ``--ldd`` session recording 100,000 values against
   the same session without ``--ldd``;
+- ``report``: ``ldd report --html`` on stores of 10,000 and 1,000,000 pairs: wall
+  time and size of the page at 1M, and the 1M / 10k ratio;
 - ``sandbox``: ``benchmarks/bench_sandbox.py``'s own figures, when it exists.
 """
 
@@ -62,6 +64,8 @@ LIMIT_OVERHEAD_VS_HARVEST: Final = 1.0
 LIMIT_HISTORY_RATIO: Final = 1.2
 LIMIT_STATUS_1M_S: Final = 0.3
 LIMIT_MEMORY_MB: Final = 50.0
+LIMIT_REPORT_1M_S: Final = 3.0
+LIMIT_REPORT_1M_MB: Final = 2.0
 
 #: Plugin selection per flavour: each arm loads only its own recording plugin.
 _PLUGINS: Final[dict[Flavour, tuple[str, ...]]] = {
@@ -510,6 +514,53 @@ def bench_soak(settings: Settings) -> Outcome:
     return Outcome(figures, targets)
 
 
+# ----------------------------------------------------------------------------- report
+
+
+def bench_report(settings: Settings) -> Outcome:
+    """``ldd report --html`` on 1,000,000 pairs: at most 3 s and 2 MB, down-sampled."""
+    root = settings.workdir / "report"
+    sizes = (10_000, 1_000_000)
+    stores: dict[int, Path] = {}
+    generation: dict[str, Any] = {}
+    for size in sizes:
+        project = root / f"store-{size}"
+        rmtree(project)
+        settings.log(f"  report: generating a store of {size:,} pairs")
+        filled = fill_store(project, size, seed=size)
+        stores[size] = project
+        generation[str(size)] = {"bytes": filled.bytes_on_disk, "sessions": filled.sessions}
+    command = pytest_ldd_command("report", "--html", "report.html")
+    arms = [Arm(str(size), _bind(_timed, command, project)) for size, project in stores.items()]
+    settings.log(f"  report: {len(arms)} stores x {settings.reps} repetitions")
+    result = interleave(arms, settings.reps, warmup=settings.warmup, log=settings.log)
+    large, small = str(max(sizes)), str(min(sizes))
+    page_bytes = {str(size): (p / "report.html").stat().st_size for size, p in stores.items()}
+    figures: dict[str, Any] = {
+        "generation": generation,
+        "arms": result.to_json("s"),
+        "page_bytes": page_bytes,
+        f"ratio_{large}_vs_{small}": result.ratio(large, small),
+    }
+    targets = [
+        Target(
+            "report.html.1m_wall",
+            result.median(large),
+            LIMIT_REPORT_1M_S,
+            "s",
+            f"wall time of `ldd report --html` on {int(large):,} pairs (a fresh process)",
+        ),
+        Target(
+            "report.html.1m_size",
+            page_bytes[large] / MB,
+            LIMIT_REPORT_1M_MB,
+            "MB",
+            f"size of the page `ldd report --html` writes for {int(large):,} pairs",
+        ),
+    ]
+    return Outcome(figures, targets)
+
+
 # ----------------------------------------------------------------------------- driver
 
 BENCHMARKS: Final[dict[str, Callable[[Settings], Outcome]]] = {
@@ -517,6 +568,7 @@ BENCHMARKS: Final[dict[str, Callable[[Settings], Outcome]]] = {
     "overhead_xdist": lambda s: bench_overhead(s, xdist=True),
     "history": bench_history,
     "memory": bench_memory,
+    "report": bench_report,
     "sandbox": bench_sandbox,
     "soak": bench_soak,
 }

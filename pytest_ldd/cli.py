@@ -208,11 +208,25 @@ def _cmd_show(args: argparse.Namespace) -> int:
         ),
         ("promoted_at", state.promoted_at or "-"),
         ("demoted_at", state.demoted_at or "-"),
+        ("last session", _last_session(project, args.name)),
     ]
     width = max(len(key) for key, _ in pairs)
     for key, value in pairs:
         _say(f"{(key + ':').ljust(width + 1)}  {value}")
     return EXIT_OK
+
+
+def _last_session(project: Project, name: str) -> str:
+    """``Session 7 · 2026-12-01 19:46 UTC · 1a2b3c4`` of the last session touching ``name``."""
+    from pytest_ldd.report import session_name
+
+    store = project.registry.store
+    sessions, _ = store.read_log("sessions")
+    for number in range(len(sessions), 0, -1):
+        item = sessions[number - 1]
+        if any(isinstance(m, dict) and m.get("name") == name for m in item.get("metrics") or ()):
+            return session_name(number, item)
+    return "-"
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
@@ -265,17 +279,19 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import build_report, write_html, write_json
+    from pytest_ldd.report import HTML_LOG_BUDGET, build_report, write_html, write_json
 
     if args.json_path is None and args.html_path is None:
         msg = "report needs --json FILE, --html FILE or both"
         raise UsageError(msg)
     project = _open(args)
-    doc = build_report(project.registry)
     if args.json_path is not None:
+        doc = build_report(project.registry)
         _say(f"wrote JSON report to {write_json(args.json_path, doc)}")
     if args.html_path is not None:
-        _say(f"wrote HTML report to {write_html(args.html_path, doc)}")
+        # The page thins its plots: a long log is read as its tail and an even sample.
+        page = build_report(project.registry, budget=HTML_LOG_BUDGET)
+        _say(f"wrote HTML report to {write_html(args.html_path, page)}")
     return EXIT_OK
 
 

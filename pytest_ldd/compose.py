@@ -8,79 +8,16 @@ the same ``theta``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from numbers import Real
-from typing import Any, final
 
 from pytest_ldd.errors import CompositionError
-from pytest_ldd.metric import Composition, Metric, MetricSpec
+
+# CompositeMetric lives in metric.py (a metric kind the registry rebuilds from a stored
+# spec); it is re-exported here, where the composition functions build it.
+from pytest_ldd.metric import CompositeMetric, Composition, Metric, MetricSpec
 
 __all__ = ["CompositeMetric", "maximum", "minimum", "weighted_sum"]
-
-
-@final
-class CompositeMetric(Metric):
-    """A bounded metric computed from other metrics' ``observed`` values.
-
-    ``spec.composition`` says how ("weighted_sum", "max", "min") and
-    ``spec.components`` names the components and their weights, in order.
-    """
-
-    __slots__ = ("_components", "_scaled")
-    kind = "bounded"
-
-    def __init__(self, spec: MetricSpec, components: Sequence[tuple[Metric, float]]) -> None:
-        super().__init__(spec)
-        if spec.components is None:
-            msg = f"CompositeMetric 'spec.composition' must be set (got {spec.composition!r})"
-            raise CompositionError(msg)
-        given = tuple((metric.name, float(weight)) for metric, weight in components)
-        if given != spec.components:
-            msg = (
-                f"composite metric {spec.name!r} components must match its spec "
-                f"{list(spec.components)} (got {list(given)})"
-            )
-            raise CompositionError(msg)
-        self._components = tuple((metric, float(weight)) for metric, weight in components)
-        # Dividing by the largest weight keeps sums finite for huge weights; the
-        # weighted mean is unchanged because it is homogeneous in the weights.
-        top = max(weight for _, weight in self._components)
-        self._scaled = tuple(weight / top if top > 0 else 0.0 for _, weight in self._components)
-
-    @property
-    def components(self) -> tuple[tuple[Metric, float], ...]:
-        """The component metrics with their weights (1.0 for max / min), in order."""
-        return self._components
-
-    @property
-    def composition(self) -> Composition:
-        """How the components are combined."""
-        composition = self.spec.composition
-        assert composition is not None  # guaranteed by __init__
-        return composition
-
-    def raw(self, theta: Any) -> Any:
-        """The composite is already normalized: its raw value is its observed value."""
-        return self.observed(theta)
-
-    def normalize(self, raw: Any, *, field: str = "observed") -> float:
-        """Check that ``raw`` lies in [0, 1], like a bounded metric, and return it."""
-        return self._unit_interval(raw, field)
-
-    def observed(self, theta: Any) -> float:
-        """Weighted mean, maximum or minimum of the components' ``observed(theta)``."""
-        values = [metric.observed(theta) for metric, _ in self._components]
-        if self.composition == "max":
-            return max(values)
-        if self.composition == "min":
-            return min(values)
-        active = [(w, v) for w, v in zip(self._scaled, values, strict=True) if w > 0]
-        # fsum is exactly rounded, so the result does not depend on component order.
-        mean = math.fsum(w * v for w, v in active) / math.fsum(w for w, _ in active)
-        # Mathematically the mean lies between the smallest and the largest value;
-        # clamping removes the last-bit rounding that could step outside.
-        lows = [v for _, v in active]
-        return min(max(mean, min(lows)), max(lows))
 
 
 def _require_metric(function: str, name: str, item: object) -> Metric:

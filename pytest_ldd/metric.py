@@ -1,4 +1,4 @@
-"""Metric specs, the three metric kinds, their factories and the gaming-guard.
+"""Metric specs, the metric kinds (three plain, one composite), factories, gaming-guard.
 
 A :class:`MetricSpec` says *what* an instrument measures; a :class:`Metric` pairs a
 spec with an accessor that reads a raw value off a state ``theta`` and maps it onto
@@ -11,7 +11,7 @@ import math
 import re
 import unicodedata
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from numbers import Real
 from typing import Any, ClassVar, Final, Literal, final, get_args
@@ -27,6 +27,7 @@ __all__ = [
     "FORBIDDEN_PHRASES",
     "Accessor",
     "BoundedRateMetric",
+    "CompositeMetric",
     "Composition",
     "Metric",
     "MetricKind",
@@ -38,6 +39,7 @@ __all__ = [
     "metric_from_spec",
     "positive_count",
     "signed_delta",
+    "split_identifiers",
 ]
 
 #: Reads a metric's raw value off a state ``theta``; deterministic, read-only.
@@ -76,6 +78,10 @@ FORBIDDEN_PHRASES: Final[tuple[str, ...]] = (
     "rewards me",
     "favor my",
     "my approach",
+    # Self-reference the seed implies ("prob_correct_for_current_action").
+    "current approach",
+    "current strategy",
+    "the chosen action",
     # German
     "meine aktuelle",
     "meine aktion",
@@ -102,12 +108,35 @@ FORBIDDEN_PHRASES: Final[tuple[str, ...]] = (
 _WHITESPACE_RE: Final = re.compile(r"\s+")
 
 
+# Identifier boundaries: "_" or "-" between two word characters, a lower-case letter
+# or digit followed by an upper-case one ("currentAction"), and the last capital of
+# an acronym before a capitalised word ("HTTPServer" -> "HTTP Server").  Case runs
+# are ASCII: identifiers are, and NFKC has already folded full-width letters.
+_IDENTIFIER_SEPARATOR_RE: Final = re.compile(r"(?<=[^\W_])[_-]+(?=[^\W_])")
+_CAMEL_RE: Final = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+def split_identifiers(text: str) -> str:
+    """``snake_case``, ``kebab-case`` and ``camelCase`` words as separate words.
+
+    ``"prob_correct_for_current_action"`` becomes ``"prob correct for current action"``
+    and ``"probCorrectForCurrentAction"`` ``"prob Correct For Current Action"``, so
+    the whole-word match of the gaming-guard sees the words an identifier is made of.
+    Text without identifiers is unchanged.
+    """
+    text = _IDENTIFIER_SEPARATOR_RE.sub(" ", text)
+    return _CAMEL_RE.sub(" ", text)
+
+
 def _canonical_text(text: str) -> str:
-    """NFKC, drop invisible format characters, collapse whitespace, casefold."""
+    """NFKC, drop invisible format characters, split identifiers, collapse
+    whitespace, casefold."""
     text = unicodedata.normalize("NFKC", text)
     # Zero-width spaces, joiners and soft hyphens (category Cf) would otherwise let
     # "my\u200bcurrent" slip past a whole-word match while rendering as "mycurrent".
     text = "".join(ch for ch in text if unicodedata.category(ch) != "Cf")
+    # Before casefolding: camelCase boundaries are only visible in the original case.
+    text = split_identifiers(text)
     return _WHITESPACE_RE.sub(" ", text).strip().casefold()
 
 
@@ -128,8 +157,10 @@ _ANY_PHRASE: Final = re.compile(
 def check_description(text: str) -> None:
     """Raise :class:`GamingGuardError` when ``text`` contains a forbidden phrase.
 
-    The text is NFKC-normalized, whitespace-collapsed and casefolded first; phrases
-    match only as whole words ("the api wants" passes, "I want" does not).
+    The text is NFKC-normalized, its identifiers split into words
+    (``prob_correct_for_current_action``, ``currentAction``), whitespace-collapsed and
+    casefolded first; phrases match only as whole words ("the api wants" passes,
+    "I want" does not).
     """
     canonical = _canonical_text(text)
     if not _ANY_PHRASE.search(canonical):
@@ -564,6 +595,74 @@ def signed_delta(
     return SignedDeltaMetric(spec, accessor)
 
 
+# --------------------------------------------------------------------------- composites
+
+
+@final
+class CompositeMetric(Metric):
+    """A bounded metric computed from other metrics' ``observed`` values.
+
+    ``spec.composition`` says how ("weighted_sum", "max", "min") and
+    ``spec.components`` names the components and their weights, in order.
+    """
+
+    __slots__ = ("_components", "_scaled")
+    kind = "bounded"
+
+    def __init__(self, spec: MetricSpec, components: Sequence[tuple[Metric, float]]) -> None:
+        super().__init__(spec)
+        if spec.components is None:
+            msg = f"CompositeMetric 'spec.composition' must be set (got {spec.composition!r})"
+            raise CompositionError(msg)
+        given = tuple((metric.name, float(weight)) for metric, weight in components)
+        if given != spec.components:
+            msg = (
+                f"composite metric {spec.name!r} components must match its spec "
+                f"{list(spec.components)} (got {list(given)})"
+            )
+            raise CompositionError(msg)
+        self._components = tuple((metric, float(weight)) for metric, weight in components)
+        # Dividing by the largest weight keeps sums finite for huge weights; the
+        # weighted mean is unchanged because it is homogeneous in the weights.
+        top = max(weight for _, weight in self._components)
+        self._scaled = tuple(weight / top if top > 0 else 0.0 for _, weight in self._components)
+
+    @property
+    def components(self) -> tuple[tuple[Metric, float], ...]:
+        """The component metrics with their weights (1.0 for max / min), in order."""
+        return self._components
+
+    @property
+    def composition(self) -> Composition:
+        """How the components are combined."""
+        composition = self.spec.composition
+        assert composition is not None  # guaranteed by __init__
+        return composition
+
+    def raw(self, theta: Any) -> Any:
+        """The composite is already normalized: its raw value is its observed value."""
+        return self.observed(theta)
+
+    def normalize(self, raw: Any, *, field: str = "observed") -> float:
+        """Check that ``raw`` lies in [0, 1], like a bounded metric, and return it."""
+        return self._unit_interval(raw, field)
+
+    def observed(self, theta: Any) -> float:
+        """Weighted mean, maximum or minimum of the components' ``observed(theta)``."""
+        values = [metric.observed(theta) for metric, _ in self._components]
+        if self.composition == "max":
+            return max(values)
+        if self.composition == "min":
+            return min(values)
+        active = [(w, v) for w, v in zip(self._scaled, values, strict=True) if w > 0]
+        # fsum is exactly rounded, so the result does not depend on component order.
+        mean = math.fsum(w * v for w, v in active) / math.fsum(w for w, _ in active)
+        # Mathematically the mean lies between the smallest and the largest value;
+        # clamping removes the last-bit rounding that could step outside.
+        lows = [v for _, v in active]
+        return min(max(mean, min(lows)), max(lows))
+
+
 _PLAIN: Final[Mapping[str, type[Metric]]] = {
     "bounded": BoundedRateMetric,
     "positive": PositiveCountMetric,
@@ -579,9 +678,6 @@ def metric_from_spec(spec: MetricSpec, components: Mapping[str, Metric] | None =
     """
     if spec.composition is None or spec.components is None:
         return _PLAIN[spec.kind](spec)
-    # Imported here: compose.py builds on this module, so a top-level import would cycle.
-    from pytest_ldd.compose import CompositeMetric
-
     available = components or {}
     missing = [name for name, _ in spec.components if name not in available]
     if missing:

@@ -706,6 +706,15 @@ class LddSession:
             for name, before, after in ledger.state_changes:
                 self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
             self.document = ledger.document()
+            if (
+                self.recording
+                or self.config.getoption("ldd_report")
+                or self.config.getoption("ldd_html")
+            ):
+                from pytest_ldd.vcs import describe_commit  # once per session: runs git
+
+                folder = getattr(self.ctx.registry.store, "ldd_dir", None)
+                self.document["commit"] = describe_commit(self.config.rootpath, ignore=folder)
             if self.recording:
                 store = self.ctx.registry.store
                 try:
@@ -726,14 +735,15 @@ class LddSession:
 
         json_path = self.config.getoption("ldd_report")
         html_path = self.config.getoption("ldd_html")
-        if json_path or html_path:
-            doc = report.build_report(
-                self.ctx.registry, self.ctx.calibrator, session=self.document
+        registry, here = self.ctx.registry, self.config.invocation_params.dir
+        if json_path:
+            doc = report.build_report(registry, session=self.document)
+            report.write_json(Path(here, json_path), doc)
+        if html_path:
+            page = report.build_report(
+                registry, session=self.document, budget=report.HTML_LOG_BUDGET
             )
-            if json_path:
-                report.write_json(Path(self.config.invocation_params.dir, json_path), doc)
-            if html_path:
-                report.write_html(Path(self.config.invocation_params.dir, html_path), doc)
+            report.write_html(Path(here, html_path), page)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         mode = self.config.getoption("ldd_summary")

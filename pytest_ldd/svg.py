@@ -1,8 +1,9 @@
-"""Inline SVG plots of the HTML report: calibration scatter, running MAE, corpus series.
+"""Inline SVG plots of the HTML report: timeline, calibration scatter, running MAE, corpus.
 
 Every plot is one self-contained ``<svg>`` element with a ``<title>``, a class naming
-the plot (``ldd-calibration``, ``ldd-mae``, ``ldd-corpus``) and one
-``<circle class="ldd-point">`` per data point, each with its own ``<title>`` so a
+the plot (``ldd-timeline``, ``ldd-calibration``, ``ldd-mae``, ``ldd-corpus``) and one
+element of class ``ldd-point`` per data point (a circle; in the timeline also the
+prediction's diamond and a breach's square), each with its own ``<title>`` so a
 browser shows the exact figures on hover without any JavaScript.  The functions take
 plain numbers and strings; they know nothing about the report document.
 """
@@ -18,16 +19,21 @@ from typing import final
 __all__ = [
     "PALETTE",
     "Axes",
+    "Bound",
     "CalibrationPoint",
     "CorpusPoint",
+    "StateMark",
+    "StateSpan",
+    "TimelinePoint",
     "calibration_svg",
     "corpus_svg",
     "mae_svg",
     "nice_ticks",
+    "timeline_svg",
 ]
 
-#: Colours of sessions in the calibration scatter (colour-blind friendly, Okabe-Ito
-#: order first); sessions beyond the palette fall back to ``OLDER``.
+#: Okabe-Ito colours first (distinguishable with every common colour-vision deficiency),
+#: for plots that need a series per colour; ``OLDER`` for whatever is past them.
 PALETTE = (
     "#0072b2",
     "#e69f00",
@@ -132,8 +138,12 @@ def _frame(
     y_ticks: Sequence[float],
     x_label: str,
     y_label: str,
+    x_names: Sequence[str] | None = None,
 ) -> list[str]:
-    """Grid lines, tick labels, the box and the axis labels."""
+    """Grid lines, tick labels, the box and the axis labels.
+
+    ``x_names`` replaces the x tick labels (one per tick), for axes of names.
+    """
     out: list[str] = ['<g class="ldd-axes">']
     x0, x1 = axes.x(axes.x_min), axes.x(axes.x_max)
     y0, y1 = axes.y(axes.y_min), axes.y(axes.y_max)
@@ -147,15 +157,16 @@ def _frame(
             f'<text x="{_n(x0 - 6)}" y="{_n(row + 4)}" text-anchor="end" '
             f'font-size="11" fill="{_INK}">{escape(_fmt(tick))}</text>'
         )
-    for tick in x_ticks:
+    for i, tick in enumerate(x_ticks):
         col = axes.x(tick)
+        name = x_names[i] if x_names is not None else _fmt(tick)
         out.append(
             f'<line x1="{_n(col)}" y1="{_n(y0)}" x2="{_n(col)}" y2="{_n(y1)}" '
             f'stroke="{_GRID}" stroke-width="1"/>'
         )
         out.append(
             f'<text x="{_n(col)}" y="{_n(y0 + 16)}" text-anchor="middle" '
-            f'font-size="11" fill="{_INK}">{escape(_fmt(tick))}</text>'
+            f'font-size="11" fill="{_INK}">{escape(name)}</text>'
         )
     out.append(
         f'<rect x="{_n(x0)}" y="{_n(y1)}" width="{_n(x1 - x0)}" height="{_n(y0 - y1)}" '
@@ -253,15 +264,21 @@ def mae_svg(
     running_mae: Sequence[float],
     *,
     max_mae: float,
+    positions: Sequence[int] | None = None,
     promotion_index: int | None = None,
     promotion_label: str = "promoted",
 ) -> str:
     """Running MAE after each pair (1-based pair index) with the threshold line.
 
-    ``promotion_index`` (1-based) marks the pair at which the metric was promoted, or
-    first met its gate, with a vertical line.
+    ``positions`` are the 1-based pair indices of the values (default 1, 2, ...), so
+    a thinned curve keeps its x axis.  ``promotion_index`` (1-based) marks the pair at
+    which the metric was promoted, or first met its gate, with a vertical line.
     """
-    count = len(running_mae)
+    at = list(positions) if positions is not None else list(range(1, len(running_mae) + 1))
+    if len(at) != len(running_mae):
+        msg = f"'positions' must have one entry per value ({len(running_mae)}) (got {len(at)})"
+        raise ValueError(msg)
+    count = max(at) if at else 0
     top = max([max_mae * 1.25, *running_mae, 0.05])
     y_ticks = _cover(nice_ticks(0.0, top, 5), top)
     # Half a pair of room on each side so the first and last points are not clipped.
@@ -286,8 +303,8 @@ def mae_svg(
         out.append(_empty_note(axes, "no calibration pairs yet"))
     else:
         path = " ".join(
-            f"{'M' if i == 0 else 'L'}{_n(axes.x(i + 1))},{_n(axes.y(v))}"
-            for i, v in enumerate(running_mae)
+            f"{'M' if i == 0 else 'L'}{_n(axes.x(x))},{_n(axes.y(v))}"
+            for i, (x, v) in enumerate(zip(at, running_mae, strict=True))
         )
         out.append(f'<path d="{path}" fill="none" stroke="#0072b2" stroke-width="1.5"/>')
     if promotion_index is not None and 1 <= promotion_index <= count:
@@ -305,15 +322,15 @@ def mae_svg(
             f'text-anchor="{"start" if right else "end"}" font-size="11" fill="#009e73">'
             f"{escape(f'{promotion_label} (pair {promotion_index})')}</text>"
         )
-    for i, value in enumerate(running_mae):
+    for x, value in zip(at, running_mae, strict=True):
         out.append(
             _point(
-                axes.x(i + 1),
+                axes.x(x),
                 axes.y(value),
                 "#0072b2",
-                f"after pair {i + 1}: MAE {value:.3f}",
+                f"after pair {x}: MAE {value:.3f}",
                 # Smaller dots once they would overlap, so the line stays readable.
-                radius=3.0 if count <= 60 else 1.8,
+                radius=3.0 if len(at) <= 60 else 1.8,
             )
         )
     out.append("</svg>")
@@ -394,5 +411,213 @@ def corpus_svg(
                 "</g>"
             )
         out.append(_point(col, axes.y(point.value), "#0072b2", tip))
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+# -- the timeline of a metric's raw values ----------------------------------------------
+
+#: Colours of the timeline (Okabe-Ito: distinguishable with every common colour-vision
+#: deficiency; each role also has its own shape or dash, so colour is never alone).
+OBSERVED = "#0072b2"  # blue, filled circles
+PREDICTED = "#e69f00"  # orange, hollow diamonds
+BREACH = "#d55e00"  # vermilion, filled squares
+BOUND = "#cc79a7"  # reddish purple, dashed lines
+LOAD_BEARING = "#009e73"  # bluish green: band and promotion marks
+ADVISORY = "#999999"  # grey band
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class TimelinePoint:
+    """One observation in its raw unit, in session slot ``slot`` (0-based, oldest first).
+
+    ``predicted`` is the raw prediction logged with it, when there was one; ``breach``
+    marks a value outside one of the gate's bounds.
+    """
+
+    slot: int
+    observed: float
+    tip: str
+    predicted: float | None = None
+    breach: bool = False
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Bound:
+    """A gate bound drawn as a horizontal line: ``op`` is ``le``, ``lt``, ``ge`` or ``gt``."""
+
+    op: str
+    limit: float
+    label: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StateSpan:
+    """Slots ``first`` to ``last`` (inclusive) in which the metric began in one state."""
+
+    first: int
+    last: int
+    load_bearing: bool
+    tip: str
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class StateMark:
+    """A promotion or demotion at the end of slot ``slot``."""
+
+    slot: int
+    promoted: bool
+    tip: str
+
+
+def _value_ticks(values: Sequence[float], *, unit_interval: bool) -> list[float]:
+    """Round ticks covering ``values`` (a positive range starts at 0)."""
+    if unit_interval:
+        return [0.0, 0.25, 0.5, 0.75, 1.0]
+    finite = [v for v in values if math.isfinite(v)] or [0.0, 1.0]
+    low, high = min(finite), max(finite)
+    if low >= 0:
+        low = 0.0
+    if high - low <= 0:
+        high = low + (abs(low) or 1.0)
+    pad = (high - low) * 0.08
+    low = low if low == 0 else low - pad
+    high += pad
+    ticks = nice_ticks(low, high, 5)
+    step = ticks[1] - ticks[0] if len(ticks) >= 2 else 1.0
+    while ticks[0] > low + 1e-12:
+        ticks.insert(0, round(ticks[0] - step, 10))
+    while ticks[-1] < high - 1e-12:
+        ticks.append(round(ticks[-1] + step, 10))
+    return ticks
+
+
+def _diamond(cx: float, cy: float, size: float) -> str:
+    return (
+        f"M{_n(cx)},{_n(cy - size)} L{_n(cx + size)},{_n(cy)} "
+        f"L{_n(cx)},{_n(cy + size)} L{_n(cx - size)},{_n(cy)} Z"
+    )
+
+
+def timeline_svg(
+    title: str,
+    points: Sequence[TimelinePoint],
+    *,
+    slots: Sequence[str],
+    y_label: str,
+    unit_interval: bool = False,
+    bounds: Sequence[Bound] = (),
+    spans: Sequence[StateSpan] = (),
+    marks: Sequence[StateMark] = (),
+) -> str:
+    """A metric's raw values by session, oldest first, with its bounds and states.
+
+    ``slots`` labels the sessions on the x axis (one slot each); a slot's points are
+    spread across its width in order.  A prediction is a hollow diamond at the same x
+    as its observation, joined to it by a thin line (its error).  ``spans`` shade the
+    background by the state the metric had at each session's start, ``marks`` draw a
+    promotion (solid) or demotion (dashed) at the end of its session.  The ``<svg>``
+    carries ``data-value-min`` / ``data-value-max`` and ``data-row-min`` /
+    ``data-row-max``: the value range of the y axis and the pixel rows it maps to.
+    """
+    count = max(len(slots), 1)
+    values = [p.observed for p in points]
+    values += [p.predicted for p in points if p.predicted is not None]
+    values += [b.limit for b in bounds]
+    y_ticks = _value_ticks(values, unit_interval=unit_interval)
+    axes = Axes(-0.5, count - 0.5, y_ticks[0], y_ticks[-1], width=760, height=300, left=64)
+    step = max(1, math.ceil(count / 12))
+    x_ticks = [float(i) for i in range(0, count, step)]
+    top, bottom = axes.y(axes.y_max), axes.y(axes.y_min)
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" class="ldd-plot ldd-timeline" '
+        f'width="{axes.width}" height="{axes.height}" '
+        f'viewBox="0 0 {axes.width} {axes.height}" role="img" '
+        f'data-value-min="{axes.y_min!r}" data-value-max="{axes.y_max!r}" '
+        f'data-row-min="{_n(bottom)}" data-row-max="{_n(top)}">',
+        f"<title>{escape(title)}</title>",
+    ]
+    for span in spans:
+        x0, x1 = axes.x(span.first - 0.5), axes.x(span.last + 0.5)
+        colour, opacity, css = (
+            (LOAD_BEARING, "0.16", "ldd-band-load-bearing")
+            if span.load_bearing
+            else (ADVISORY, "0.10", "ldd-band-advisory")
+        )
+        out.append(
+            f'<rect class="ldd-band {css}" x="{_n(x0)}" y="{_n(top)}" width="{_n(x1 - x0)}" '
+            f'height="{_n(bottom - top)}" fill="{colour}" fill-opacity="{opacity}">'
+            f"<title>{escape(span.tip)}</title></rect>"
+        )
+    names = [slots[int(t)] for t in x_ticks] if slots else [""] * len(x_ticks)
+    out += _frame(axes, x_ticks, y_ticks, "session (oldest first)", y_label, names)
+    x_left, x_right = axes.x(axes.x_min), axes.x(axes.x_max)
+    for bound in bounds:
+        row = axes.y(bound.limit)
+        out.append(
+            f'<line class="ldd-bound" data-op="{escape(bound.op)}" '
+            f'data-limit="{bound.limit!r}" x1="{_n(x_left)}" y1="{_n(row)}" '
+            f'x2="{_n(x_right)}" y2="{_n(row)}" stroke="{BOUND}" stroke-width="1.6" '
+            f'stroke-dasharray="7 4"><title>{escape(f"gate {bound.label}")}</title></line>'
+        )
+        out.append(
+            f'<text class="ldd-bound-label" x="{_n(x_right - 4)}" y="{_n(row - 5)}" '
+            f'text-anchor="end" font-size="12" fill="{BOUND}">{escape(bound.label)}</text>'
+        )
+    for mark in marks:
+        col = axes.x(mark.slot + 0.5)
+        css, colour, dash = (
+            ("ldd-promotion", LOAD_BEARING, "")
+            if mark.promoted
+            else ("ldd-demotion", BREACH, ' stroke-dasharray="4 3"')
+        )
+        out.append(
+            f'<line class="{css}" x1="{_n(col)}" y1="{_n(top)}" x2="{_n(col)}" '
+            f'y2="{_n(bottom)}" stroke="{colour}" stroke-width="2"{dash}>'
+            f"<title>{escape(mark.tip)}</title></line>"
+        )
+        out.append(
+            f'<text x="{_n(col + 3)}" y="{_n(top + 12)}" font-size="11" fill="{colour}">'
+            f"{'promoted' if mark.promoted else 'demoted'}</text>"
+        )
+    if not points:
+        out.append(_empty_note(axes, "no observations yet"))
+    by_slot: dict[int, int] = {}
+    for point in points:
+        by_slot[point.slot] = by_slot.get(point.slot, 0) + 1
+    seen: dict[int, int] = {}
+    for point in points:
+        j = seen.get(point.slot, 0)
+        seen[point.slot] = j + 1
+        share = by_slot[point.slot]
+        offset = 0.0 if share == 1 else (j + 0.5) / share * 0.7 - 0.35
+        cx, cy = axes.x(point.slot + offset), axes.y(point.observed)
+        if point.predicted is not None:
+            py = axes.y(point.predicted)
+            out.append(
+                f'<line class="ldd-error" x1="{_n(cx)}" y1="{_n(py)}" x2="{_n(cx)}" '
+                f'y2="{_n(cy)}" stroke="{PREDICTED}" stroke-width="1"/>'
+            )
+            out.append(
+                f'<path class="ldd-point ldd-predicted" d="{_diamond(cx, py, 4.5)}" '
+                f'fill="none" stroke="{PREDICTED}" stroke-width="1.6">'
+                f"<title>{escape(point.tip)}</title></path>"
+            )
+        if point.breach:
+            out.append(
+                f'<rect class="ldd-point ldd-observed ldd-breach" x="{_n(cx - 4.5)}" '
+                f'y="{_n(cy - 4.5)}" width="9" height="9" fill="{BREACH}" '
+                f'stroke="#ffffff" stroke-width="0.8"><title>{escape(point.tip)}</title></rect>'
+            )
+        else:
+            out.append(
+                f'<circle class="ldd-point ldd-observed" cx="{_n(cx)}" cy="{_n(cy)}" r="4" '
+                f'fill="{OBSERVED}" stroke="#ffffff" stroke-width="0.8">'
+                f"<title>{escape(point.tip)}</title></circle>"
+            )
     out.append("</svg>")
     return "\n".join(out)

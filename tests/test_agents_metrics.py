@@ -350,3 +350,26 @@ def test_evaluate_errors() -> None:
         evaluate([TaskSuccessMetric()], ["a"], ["1"])  # type: ignore[list-item]
     with pytest.raises(InvalidSpecError, match="'task_success' twice"):
         evaluate([TaskSuccessMetric(), TaskSuccessMetric()], episodes, ["1"])
+
+
+# -- the seed's signatures -----------------------------------------------------------------
+
+
+def test_check_none_means_the_default_checker() -> None:
+    from pytest_ldd.agents.checkers import resolve_checker
+    from pytest_ldd.agents.metrics import DEFAULT_CHECK
+
+    default = resolve_checker(DEFAULT_CHECK)
+    assert TaskSuccessMetric(check=None).check is default
+    assert TaskSuccessMetric().check is default
+    assert CostPerSuccessMetric(check=None, price=DOLLAR).check is default
+    assert CostPerSuccessMetric(price=DOLLAR).check is default
+    # "output" normalizes case and whitespace: the default grades like it.
+    assert TaskSuccessMetric(None)(_episode("a", "  OK ", 1.0), "ok").value == 1.0
+
+
+def test_cost_per_success_prices_are_keyword_only() -> None:
+    with pytest.raises(TypeError, match="positional"):
+        CostPerSuccessMetric("output", DOLLAR)  # type: ignore[misc]
+    metric = CostPerSuccessMetric(None, price=DOLLAR)
+    assert metric(_episode("a", "ok", 2.0), "ok").value == pytest.approx(2.0)

@@ -272,6 +272,36 @@ def test_show(tmp_path: Path) -> None:
     quality = ldd("metric", "show", "quality", cwd=tmp_path).stdout
     assert "weighted_sum" in quality
     assert "accuracy x 2, latency_ms x 1" in quality
+    assert facts["last session"] == "-"
+
+
+def test_show_names_the_last_session_with_its_date_and_commit(tmp_path: Path) -> None:
+    make_project(tmp_path)
+    store = TraceStore(tmp_path)
+    rows = [
+        {
+            "session_id": "a",
+            "started_at": "2026-12-01T08:00:00Z",
+            "commit": "1a2b3c4",
+            "metrics": [{"name": "latency_ms"}],
+        },
+        {
+            "session_id": "b",
+            "started_at": "2026-12-02T09:30:00Z",
+            "commit": "5d6e7f8+dirty",
+            "metrics": [{"name": "accuracy"}],
+        },
+        {"session_id": "c", "started_at": "2026-12-03T10:00:00Z", "metrics": []},
+    ]
+    store.append_sessions(rows)
+    store.close()
+
+    def last(name: str) -> str:
+        out = ldd("metric", "show", name, cwd=tmp_path).stdout.splitlines()
+        return next(line for line in out if line.startswith("last session:")).split(":", 1)[1]
+
+    assert last("latency_ms").strip() == "Session 1 · 2026-12-01 08:00 UTC · 1a2b3c4"
+    assert last("accuracy").strip() == "Session 2 · 2026-12-02 09:30 UTC · 5d6e7f8+dirty"
 
 
 @pytest.mark.parametrize(
@@ -459,12 +489,16 @@ def test_report_json_and_html(tmp_path: Path) -> None:
     page = SvgCounter()
     page.feed((tmp_path / "out" / "r.html").read_text())
     assert page.svgs == [
+        "ldd-plot ldd-timeline",
         "ldd-plot ldd-calibration",
         "ldd-plot ldd-mae",
+        "ldd-plot ldd-timeline",
         "ldd-plot ldd-calibration",
         "ldd-plot ldd-mae",
     ]
-    assert page.points == 3 + 3
+    # Pairs logged by `ldd metric calibrate`: a point each in the timeline (no
+    # observation line of their own), the scatter and the MAE curve.
+    assert page.points == 3 + 3 + 3
 
 
 def test_report_html_only_on_an_empty_project(tmp_path: Path) -> None:

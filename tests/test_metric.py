@@ -28,6 +28,7 @@ from pytest_ldd.metric import (
     metric_from_spec,
     positive_count,
     signed_delta,
+    split_identifiers,
 )
 
 
@@ -289,7 +290,7 @@ def test_difference_names_the_first_differing_field() -> None:
 
 def test_forbidden_phrases_are_exported_as_a_tuple() -> None:
     assert isinstance(FORBIDDEN_PHRASES, tuple)
-    assert len(FORBIDDEN_PHRASES) == len(set(FORBIDDEN_PHRASES)) == 29
+    assert len(FORBIDDEN_PHRASES) == len(set(FORBIDDEN_PHRASES)) == 32
     assert "i want" in FORBIDDEN_PHRASES
     assert "mi actual" in FORBIDDEN_PHRASES
 
@@ -351,6 +352,16 @@ def test_phrases_glued_to_letters_are_not_whole_words(phrase: str) -> None:
         ("\uff49 \uff57\uff41\uff4e\uff54", "i want"),  # fullwidth letters
         ("ma de\u0301cision", "ma décision"),  # decomposed accent
         ("my\u200b current plan", "my current"),  # zero-width space
+        # Identifiers are split into their words first (the seed's red flag).
+        ("This metric has prob_correct_for_current_action", "current action"),
+        ("probCorrectForCurrentAction", "current action"),
+        ("ProbCorrectFor_CURRENT_ACTION", "current action"),
+        ("score-of-my-approach", "my approach"),
+        ("myCurrentPlan", "my current"),
+        ("iWantFastBuilds", "i want"),
+        # Self-reference the seed implies.
+        ("how well it suits the current approach", "current approach"),
+        ("fit of the current strategy", "current strategy"),
     ],
 )
 def test_gaming_guard_rejects(text: str, phrase: str) -> None:
@@ -374,10 +385,31 @@ def test_gaming_guard_rejects(text: str, phrase: str) -> None:
         "Wi-Fi wanted: signal strength",
         "my currents and voltages",
         "emi actual",
+        # Identifier splitting keeps whole words whole.
+        "the_api_wants a token",
+        "theApiWants a token",
+        "concurrent_actions per worker",
+        "recurrentApproach of the model",
+        "p99_latency_ms",
     ],
 )
 def test_gaming_guard_accepts_whole_word_non_matches(text: str) -> None:
     check_description(text)
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("prob_correct_for_current_action", "prob correct for current action"),
+        ("probCorrectForCurrentAction", "prob Correct For Current Action"),
+        ("HTTPServer p99Latency", "HTTP Server p99 Latency"),
+        ("kebab-case and snake__case", "kebab case and snake case"),
+        ("_private trailing_ x-", "_private trailing_ x-"),
+        ("plain words stay as they are", "plain words stay as they are"),
+    ],
+)
+def test_split_identifiers(text: str, words: str) -> None:
+    assert split_identifiers(text) == words
 
 
 # --------------------------------------------------------------------------- metrics

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 import math
 import re
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 
 from pytest_ldd import Calibrator, MetricRegistry, TraceStore, bounded_rate, positive_count
+from pytest_ldd.errors import LddWarning
 from pytest_ldd.report import (
     BREACH_LINES,
     build_report,
@@ -23,7 +25,17 @@ from pytest_ldd.report import (
     write_html,
     write_json,
 )
-from pytest_ldd.report_html import promotion_index, running_mae
+from pytest_ldd.report_history import read_log
+from pytest_ldd.report_html import (
+    LATEST_SESSION_POINTS,
+    MAE_POINTS,
+    SCATTER_POINTS,
+    TIMELINE_POINTS,
+    promotion_index,
+    running_mae,
+    thin,
+)
+from pytest_ldd.report_text import session_name
 from pytest_ldd.statistics import CalibrationGate
 from pytest_ldd.svg import Axes, nice_ticks
 
@@ -305,37 +317,86 @@ def test_corpus_without_success_and_gate_outcomes() -> None:
 
 
 class PageParser(HTMLParser):
-    """Collects the SVG plots of a page: class, title and number of data points."""
+    """Collects the SVG plots of a page: class, title, data points and timeline parts."""
 
     def __init__(self) -> None:
         super().__init__()
         self.svgs: list[dict[str, Any]] = []
-        self.depth = 0
-        self.in_title = False
+        self.in_title: str | None = None
         self.tags: list[str] = []
         self.text: list[str] = []
+        self.rows: list[list[str]] = []
+        self._table: str | None = None
+        self._cell: list[str] | None = None
+        self._pending: str | None = None
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.tags.append(tag)
         attributes = dict(attrs)
         classes = (attributes.get("class") or "").split()
         if tag == "svg":
-            self.svgs.append({"classes": classes, "title": None, "points": 0})
-        elif self.svgs and tag == "circle" and "ldd-point" in classes:
-            self.svgs[-1]["points"] += 1
-        elif self.svgs and tag == "title" and self.svgs[-1]["title"] is None:
-            self.in_title = True
+            self.svgs.append(
+                {
+                    "classes": classes,
+                    "attrs": attributes,
+                    "title": None,
+                    "points": 0,
+                    "predicted": 0,
+                    "breaches": 0,
+                    "tips": [],
+                    "bounds": [],
+                    "bands": [],
+                    "marks": [],
+                }
+            )
+            self._pending = "svg"
+        elif self.svgs and "ldd-point" in classes:
+            plot = self.svgs[-1]
+            plot["points"] += 1
+            plot["predicted"] += "ldd-predicted" in classes
+            plot["breaches"] += "ldd-breach" in classes
+            self._pending = "point"
+            plot["tips"].append("")
+        elif self.svgs and "ldd-bound" in classes:
+            self.svgs[-1]["bounds"].append(attributes)
+        elif self.svgs and "ldd-band" in classes:
+            self.svgs[-1]["bands"].append(classes[-1])
+        elif self.svgs and ("ldd-promotion" in classes or "ldd-demotion" in classes):
+            self.svgs[-1]["marks"].append((classes[0], attributes))
+        elif tag == "table":
+            self._table = " ".join(classes)
+        elif tag == "tr" and self._table == "ldd-breaches":
+            self.rows.append([])
+        elif tag == "td" and self._table == "ldd-breaches":
+            self._cell = []
+        if tag == "title":
+            self.in_title, self._pending = self._pending or "other", None
 
     def handle_endtag(self, tag: str) -> None:
-        self.in_title = False
+        if tag == "title":
+            self.in_title = None
+        elif tag == "td" and self._cell is not None:
+            self.rows[-1].append("".join(self._cell))
+            self._cell = None
+        elif tag == "table":
+            self._table = None
 
     def handle_data(self, data: str) -> None:
         self.text.append(data)
-        if self.in_title:
+        if self._cell is not None:
+            self._cell.append(data)
+        if self.in_title == "svg" and self.svgs[-1]["title"] is None:
             self.svgs[-1]["title"] = data
+        elif self.in_title == "point":
+            self.svgs[-1]["tips"][-1] += data
 
     def of(self, css_class: str) -> list[dict[str, Any]]:
         return [s for s in self.svgs if css_class in s["classes"]]
+
+    @property
+    def breach_rows(self) -> list[list[str]]:
+        """The body rows of the breaches table (the header row has no cells)."""
+        return [row for row in self.rows if row]
 
 
 def parse(page: str) -> PageParser:
@@ -388,15 +449,50 @@ def metric_entry(name: str, n: int, description: str = "Time to answer.") -> dic
     }
 
 
+def observation(raw: float, stamp: str, sid: str | None, nodeid: str | None) -> dict[str, Any]:
+    return {
+        "raw": raw,
+        "normalized": raw,
+        "timestamp": stamp,
+        "session_id": sid,
+        "nodeid": nodeid,
+    }
+
+
+def accuracy_row(before: str, after: str, breaches: list[dict[str, Any]]) -> dict[str, Any]:
+    return {
+        "name": "accuracy",
+        "unit": "rate",
+        "state_before": before,
+        "state_after": after,
+        "gates": ["ge 0.45"],
+        "breaches": breaches,
+    }
+
+
 def hand_doc() -> dict[str, Any]:
+    """Three sessions; ``accuracy`` is promoted at the end of s1 and gated ``ge 0.45``.
+
+    Its pairs: four in s1 (tests t.py::a and t.py::b), three outside pytest; its
+    observations: those seven, and one without a prediction in s2.
+    """
     pairs_a = [pair(0.5, 0.5 + 0.01 * i, f"2026-12-01T08:00:0{i}Z", "s1") for i in range(4)]
+    for i, p in enumerate(pairs_a):
+        p["nodeid"] = "t.py::a" if i % 2 == 0 else "t.py::b"
     pairs_a += [pair(0.3, 0.32, "2026-12-02T08:00:00Z", None) for _ in range(3)]
+    observations_a = [
+        observation(p["raw_observed"], p["timestamp"], p["session_id"], p["nodeid"])
+        for p in pairs_a
+    ]
+    observations_a.append(observation(0.4, "2026-12-03T08:00:01Z", "s2", "t.py::a"))
     sessions = [
         {
+            "number": 1,
             "session_id": "s1",
-            "started_at": "x",
-            "ended_at": "y",
-            "counts": {},
+            "started_at": "2026-12-01T08:00:00Z",
+            "ended_at": "2026-12-01T08:00:09Z",
+            "commit": "1a2b3c4",
+            "counts": {"tests": 2, "observations": 4, "pairs": 4},
             "corpus": {
                 "task_success": {
                     "n": 10,
@@ -406,11 +502,17 @@ def hand_doc() -> dict[str, Any]:
                 },
                 "cost_per_success": {"total_dollars": 1.2, "pooled": 0.1714, "per_task": 0.18},
             },
+            "state_changes": [
+                {"name": "accuracy", "before": "insufficient_data", "after": "load_bearing"}
+            ],
+            "metrics": [accuracy_row("insufficient_data", "load_bearing", [])],
         },
         {
+            "number": 2,
             "session_id": "s2",
-            "started_at": "x",
-            "ended_at": "y",
+            "started_at": "2026-12-03T08:00:00Z",
+            "ended_at": "2026-12-03T08:00:02Z",
+            "commit": "5d6e7f8+dirty",
             "counts": {},
             "corpus": {
                 "task_success": {
@@ -421,8 +523,22 @@ def hand_doc() -> dict[str, Any]:
                 },
                 "cost_per_success": {"total_dollars": 0.2, "pooled": None, "per_task": None},
             },
+            "metrics": [
+                accuracy_row(
+                    "load_bearing",
+                    "load_bearing",
+                    [{"nodeid": "t.py::a", "value": 0.4, "limit": "ge 0.45", "enforced": True}],
+                )
+            ],
         },
-        {"session_id": "s3", "started_at": "x", "ended_at": "y", "counts": {}, "corpus": {}},
+        {
+            "number": 3,
+            "session_id": "s3",
+            "started_at": "2026-12-04T08:00:00Z",
+            "ended_at": "y",
+            "counts": {},
+            "corpus": {},
+        },
     ]
     return {
         "schema_version": 1,
@@ -435,34 +551,139 @@ def hand_doc() -> dict[str, Any]:
         ],
         "history": {
             "calibrations": {"accuracy": pairs_a, "fresh": []},
+            "observations": {"accuracy": observations_a, "fresh": []},
             "sessions": sessions,
+            "sampling": None,
         },
     }
 
 
-def test_html_has_one_plot_pair_per_metric_and_a_point_per_pair() -> None:
+def test_html_has_a_timeline_and_one_plot_pair_per_metric_and_a_point_per_pair() -> None:
     page = parse(render_html(hand_doc()))
+    timeline = page.of("ldd-timeline")
     calibration = page.of("ldd-calibration")
     mae = page.of("ldd-mae")
     corpus = page.of("ldd-corpus")
-    assert len(page.svgs) == 2 + 2 + 2
+    assert len(page.svgs) == 2 + 2 + 2 + 2
+    assert [t["title"].split(":")[0] for t in timeline] == ["accuracy", "fresh"]
+    # Eight observations, seven of them with a prediction (a diamond each).
+    assert [t["points"] - t["predicted"] for t in timeline] == [8, 0]
+    assert [t["predicted"] for t in timeline] == [7, 0]
     assert [s["points"] for s in calibration] == [7, 0]
     assert [s["points"] for s in mae] == [7, 0]
     # task_success in two sessions; cost_per_success only where it is finite.
     assert [s["points"] for s in corpus] == [2, 1]
     assert all(s["title"] for s in page.svgs)
     assert calibration[0]["title"].startswith("accuracy: predicted vs observed")
+    assert "no observations yet" in "".join(page.text)
     assert "script" not in page.tags
+
+
+def bound_row(plot: dict[str, Any], limit: float) -> float:
+    """Where ``limit`` belongs on the y axis of a timeline, from the svg's own scale."""
+    attrs = plot["attrs"]
+    low, high = float(attrs["data-value-min"]), float(attrs["data-value-max"])
+    bottom, top = float(attrs["data-row-min"]), float(attrs["data-row-max"])
+    return bottom + (limit - low) / (high - low) * (top - bottom)
+
+
+def test_timeline_draws_the_gate_bound_at_its_value() -> None:
+    (accuracy, fresh) = parse(render_html(hand_doc())).of("ldd-timeline")
+    assert [(b["data-op"], float(b["data-limit"])) for b in accuracy["bounds"]] == [("ge", 0.45)]
+    (bound,) = accuracy["bounds"]
+    assert float(bound["y1"]) == float(bound["y2"])
+    assert float(bound["y1"]) == pytest.approx(bound_row(accuracy, 0.45), abs=0.06)
+    assert float(accuracy["attrs"]["data-value-min"]) <= 0.45
+    # The values below the bound (0.32 x 3 outside pytest, 0.4 in s2) are breaches.
+    assert accuracy["breaches"] == 4
+    assert fresh["bounds"] == []
+
+
+def test_timeline_points_carry_predicted_observed_error_test_and_session() -> None:
+    (accuracy, _) = parse(render_html(hand_doc())).of("ldd-timeline")
+    tips = accuracy["tips"]
+    assert len(tips) == accuracy["points"]
+    assert all(tip for tip in tips)
+    paired = [t for t in tips if "predicted" in t]
+    assert len(paired) == 2 * 7  # the observation and its diamond
+    first = paired[0]
+    assert "Session 1 · 2026-12-01 08:00 UTC · 1a2b3c4" in first
+    assert "t.py::a" in first
+    assert "observed 0.5 rate" in first
+    assert "predicted 0.5 rate" in first
+    assert "error 0.000 (normalized)" in first
+    lone = [t for t in tips if "no prediction" in t]
+    assert len(lone) == 1
+    assert "Session 2 · 2026-12-03 08:00 UTC · 5d6e7f8+dirty" in lone[0]
+    assert "observed 0.4 rate" in lone[0]
+    assert any("outside pytest 2026-12-02" in t for t in tips)
+
+
+def test_timeline_shades_states_and_marks_the_promotion() -> None:
+    (accuracy, fresh) = parse(render_html(hand_doc())).of("ldd-timeline")
+    # Slots: s1 (advisory at its start), outside pytest (2026-12-02), s2 (load-bearing).
+    assert accuracy["bands"] == ["ldd-band-advisory", "ldd-band-load-bearing"]
+    (mark,) = accuracy["marks"]
+    assert mark[0] == "ldd-promotion"
+    assert fresh["marks"] == []
+    assert fresh["bands"] == []
+
+
+def test_timeline_slots_are_sessions_in_time_order() -> None:
+    doc = hand_doc()
+    page = render_html(doc)
+    timeline = page[page.index('class="ldd-plot ldd-timeline"') :]
+    timeline = timeline[: timeline.index("</svg>")]
+    # x labels: session 1, the day outside pytest ("cli"), session 2.
+    labels = [part.split("<")[0] for part in timeline.split('font-size="11" fill="#333333">')[1:]]
+    assert [label for label in labels if label in ("1", "2", "3", "cli", "?")][-3:] == [
+        "1",
+        "cli",
+        "2",
+    ]
+
+
+def test_html_lists_the_latest_sessions_breaches() -> None:
+    page = parse(render_html(hand_doc()))
+    rows = page.breach_rows
+    assert [
+        "advisory breach",
+        "latency_p99",
+        "512 ms",
+        "le 500",
+        "tests/test_x.py::test_a",
+        "insufficient_data",
+    ] in rows
+    assert [
+        "advisory breach",
+        "task_success",
+        "0.7",
+        "ge 0.8",
+        "(session aggregate)",
+        "drifting",
+    ] in rows
+    # Without a session of its own the report shows the last recorded one's.
+    doc = hand_doc()
+    doc["session"] = None
+    doc["history"]["sessions"] = doc["history"]["sessions"][:2]
+    rows = parse(render_html(doc)).breach_rows
+    assert rows == [["gate failed", "accuracy", "0.4 rate", "ge 0.45", "t.py::a", "load_bearing"]]
 
 
 def test_html_escapes_document_text() -> None:
     doc = hand_doc()
     doc["metrics"][0]["spec"]["description"] = "<script>alert(1)</script> & co"
     doc["session"]["metrics"][0]["breaches"][0]["nodeid"] = "t.py::test[<img>]"
+    doc["history"]["observations"]["accuracy"][0]["nodeid"] = "t.py::x[<b>&]"
+    doc["history"]["sessions"][0]["commit"] = "<i>abc"
     page = render_html(doc)
     assert "<script>" not in page
     assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in page
     assert "t.py::test[&lt;img&gt;]" in page
+    assert "t.py::x[&lt;b&gt;&amp;]" in page
+    assert "&lt;i&gt;abc" in page
+    assert "<i>" not in page
+    assert "<b>" not in page
     assert "script" not in parse(page).tags
 
 
@@ -475,32 +696,89 @@ def test_html_is_self_contained() -> None:
     assert page.count("http") == page.count('xmlns="http://www.w3.org/2000/svg"')
 
 
+def test_html_has_dark_mode_print_and_a_responsive_layout() -> None:
+    page = render_html(hand_doc())
+    assert "@media (prefers-color-scheme: dark)" in page
+    assert "@media print" in page
+    assert '<meta name="viewport" content="width=device-width, initial-scale=1">' in page
+    assert "max-width: 100%" in page
+
+
 def test_html_without_session_or_corpus() -> None:
     doc = hand_doc()
     doc["session"] = None
     doc["history"]["sessions"] = []
     page = parse(render_html(doc))
-    assert len(page.svgs) == 4
-    assert "no graded episodes yet" in "".join(page.text)
+    assert len(page.svgs) == 6
+    text = "".join(page.text)
+    assert "no graded episodes yet" in text
+    assert "no session recorded yet" in text
     assert not page.of("ldd-corpus")
 
 
-def test_html_session_tables_and_legend() -> None:
+def test_html_session_tables_and_names() -> None:
     page = render_html(hand_doc())
     text = "".join(parse(page).text)
-    assert "Session 20261201T083000Z-3f2a9c" in text
+    assert "This run: Session 20261201T083000Z-3f2a9c" not in text
+    assert "Unrecorded session · 20261201T083000Z-3f2a9c" in text
     assert "advisory breach" in text
-    assert "latency_p99 = 512 ms, limit le 500 (tests/test_x.py::test_a)" in text
     assert "task_success: 7/10 = 0.700 (95% CI 0.397-0.892)" in text
-    # The legend names each session present in the scatter (pairs without one too).
-    assert "s1" in text
-    assert "outside pytest" in text
+    # The sessions table: newest first, with date and commit.
+    assert "Session 3" in text
+    assert "2026-12-01 08:00 UTC" in text
+    assert "5d6e7f8+dirty" in text
+    assert "latest session" in text
 
 
 def test_html_marks_the_promotion_point() -> None:
     page = render_html(hand_doc())
-    assert page.count('class="ldd-promotion"') == 1
-    assert "gate first met at pair 5" in page
+    mae = page[page.index('class="ldd-plot ldd-mae"') :]
+    mae = mae[: mae.index("</svg>")]
+    assert mae.count('class="ldd-promotion"') == 1
+    assert "promoted at pair 4" in mae
+
+
+def test_session_name() -> None:
+    item = {"started_at": "2026-12-01T19:46:42Z", "commit": "1a2b3c4+dirty"}
+    assert session_name(7, item) == "Session 7 · 2026-12-01 19:46 UTC · 1a2b3c4+dirty"
+    assert session_name(2, {"started_at": "2026-12-01T19:46:42Z"}) == (
+        "Session 2 · 2026-12-01 19:46 UTC"
+    )
+    assert session_name(None, {"session_id": "abc"}) == "Unrecorded session · abc"
+
+
+def test_thin_keeps_the_recent_points_and_an_even_sample() -> None:
+    items = list(range(1000))
+    assert thin(items, 2000) == items
+    chosen = thin(items, 30)
+    assert len(chosen) == 30
+    assert chosen == sorted(chosen)
+    assert chosen[-10:] == list(range(990, 1000))
+    assert chosen[0] == 0
+    older = chosen[:20]
+    gaps = {b - a for a, b in itertools.pairwise(older)}
+    assert max(gaps) - min(gaps) <= 1
+    assert thin(items, 30) == chosen  # deterministic
+    assert thin(items, 0) == []
+    assert thin(items, 5, recent=5) == [995, 996, 997, 998, 999]
+
+
+def test_dense_plots_are_thinned_and_say_so() -> None:
+    doc = hand_doc()
+    many = [pair(0.5, 0.5, f"2026-12-01T08:00:{i % 60:02d}Z", "s1") for i in range(5000)]
+    doc["history"]["calibrations"]["accuracy"] = many
+    doc["history"]["observations"]["accuracy"] = [
+        observation(0.5, p["timestamp"], "s1", None) for p in many
+    ]
+    text = render_html(doc)
+    page = parse(text)
+    (timeline, _) = page.of("ldd-timeline")
+    assert timeline["points"] - timeline["predicted"] == TIMELINE_POINTS
+    assert page.of("ldd-calibration")[0]["points"] == SCATTER_POINTS
+    assert page.of("ldd-mae")[0]["points"] == MAE_POINTS
+    assert "Showing 300 of 5,000 observations" in text
+    assert "Showing 250 of 5,000 pairs" in text
+    assert len(text.encode()) < 600_000
 
 
 def test_running_mae_and_promotion_index() -> None:
@@ -674,14 +952,19 @@ def test_build_report_document(tmp_path: Path) -> None:
     assert pairs["latency_ms"][0]["observed"] == pytest.approx(0.12)
     # Each session once: the stored line, then the given ones, then this session.
     assert [s["session_id"] for s in doc["history"]["sessions"]] == ["s1", "s2", "s3"]
+    assert [s["number"] for s in doc["history"]["sessions"]] == [1, 2, 3]
     assert set(doc["history"]["sessions"][0]) == {
+        "number",
         "session_id",
         "started_at",
         "ended_at",
+        "commit",
         "counts",
         "corpus",
         "state_changes",
+        "metrics",
     }
+    assert doc["history"]["sampling"] is None
     assert json.loads(dumps(doc)) == json.loads(json.dumps(doc))
 
     page = parse(render_html(doc))
@@ -707,7 +990,12 @@ def test_build_report_reads_without_creating(tmp_path: Path) -> None:
     registry = MetricRegistry(TraceStore(tmp_path), read_only=True)
     registry.register(accuracy())
     doc = build_report(registry)
-    assert doc["history"] == {"calibrations": {"accuracy": []}, "sessions": []}
+    assert doc["history"] == {
+        "calibrations": {"accuracy": []},
+        "observations": {"accuracy": []},
+        "sessions": [],
+        "sampling": None,
+    }
     assert not (tmp_path / ".ldd").exists()
 
 
@@ -728,3 +1016,160 @@ def test_promotion_index_prefers_the_promoting_session() -> None:
     assert promotion_index(pairs, GATE, "2026-01-01T00:00:00Z", "s2") == (4, "promoted")
     # Without the session, the timestamp cannot tell s3's pairs from s2's.
     assert promotion_index(pairs, GATE, "2026-01-01T00:00:00Z") == (6, "promoted")
+
+
+# -- reading long logs -----------------------------------------------------------------------
+
+
+def _write_pairs(store: TraceStore, count: int, *, tail: str = "") -> None:
+    store.ldd_dir.mkdir(parents=True, exist_ok=True)
+    lines = [
+        json.dumps(
+            {
+                "metric_name": "accuracy",
+                "metric_version": 1,
+                "predicted": 0.5,
+                "observed": 0.5,
+                "timestamp": "2026-12-01T08:00:00Z",
+                "raw_predicted": 0.5,
+                "raw_observed": 0.5,
+                "session_id": "s1",
+                "nodeid": f"t.py::test_{i:06d}",
+            },
+            separators=(",", ":"),
+        )
+        for i in range(count)
+    ]
+    store.calibrations_path.write_text("\n".join(lines) + "\n" + tail)
+
+
+def _index(record: dict[str, Any]) -> int:
+    return int(str(record["nodeid"]).rsplit("_", 1)[1])
+
+
+def test_read_log_reads_a_short_log_whole(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    assert read_log(store, "pairs", budget=1000).records == []
+    _write_pairs(store, 50)
+    whole = read_log(store, "pairs", budget=None)
+    assert whole.complete
+    assert [_index(r) for r in whole.records] == list(range(50))
+    assert read_log(store, "pairs", budget=1 << 20).records == whole.records
+
+
+def test_read_log_of_a_long_log_is_its_tail_and_an_even_sample(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    _write_pairs(store, 20_000, tail='{"metric_name": "accuracy", "metric_ver')
+    size = store.calibrations_path.stat().st_size
+    excerpt = read_log(store, "pairs", budget=200_000, samples=500)
+    assert not excerpt.complete
+    assert excerpt.size == size
+    assert excerpt.tail_from == pytest.approx(size - 100_000, abs=300)
+    indices = [_index(r) for r in excerpt.records]
+    assert indices == sorted(set(indices))  # file order, each line once
+    sampled, tail = indices[: excerpt.sampled], indices[excerpt.sampled :]
+    # The tail is every line up to the last complete one (the torn one is not read).
+    assert tail == list(range(tail[0], 20_000))
+    assert len(tail) == pytest.approx(100_000 / (size / 20_000), abs=2)
+    # The sample spreads evenly over what comes before the tail.
+    assert len(sampled) == 500
+    assert sampled[0] == 0
+    gaps = [b - a for a, b in itertools.pairwise(sampled)]
+    assert max(gaps) - min(gaps) <= 1
+    assert sampled[-1] < tail[0]
+    assert read_log(store, "pairs", budget=200_000, samples=500) == excerpt
+    assert excerpt.describe() == {
+        "complete": False,
+        "bytes": size,
+        "tail_bytes": size - excerpt.tail_from,
+        "sampled_lines": 500,
+        "records": len(indices),
+    }
+
+
+def test_read_log_skips_a_malformed_line_of_an_excerpt_with_a_warning(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    _write_pairs(store, 5000, tail="not json\n")
+    with pytest.warns(LddWarning, match=r"byte \d+ of a sampled read"):
+        excerpt = read_log(store, "pairs", budget=20_000, samples=10)
+    assert _index(excerpt.records[-1]) == 4999
+
+
+def test_build_report_with_a_budget_says_it_read_an_excerpt(tmp_path: Path) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(accuracy())
+    _write_pairs(registry.store, 20_000)
+    whole = build_report(registry)
+    assert whole["history"]["sampling"] is None
+    assert len(whole["history"]["calibrations"]["accuracy"]) == 20_000
+    doc = build_report(registry, budget=200_000)
+    sampling = doc["history"]["sampling"]
+    assert sampling["calibrations"]["complete"] is False
+    assert sampling["observations"]["complete"] is True  # no observations at all
+    pairs = doc["history"]["calibrations"]["accuracy"]
+    assert 1000 < len(pairs) < 20_000
+    assert pairs[-1]["nodeid"] == "t.py::test_019999"
+    page = render_html(doc)
+    assert "Read from an excerpt of the log" in page
+    assert f"Showing {SCATTER_POINTS} of {len(pairs):,} pairs" in page
+
+
+def test_timeline_marks_a_demotion_and_shades_the_states_after_it() -> None:
+    doc = hand_doc()
+    s2 = doc["history"]["sessions"][1]
+    s2["metrics"][0]["state_after"] = "drifting"
+    s2["state_changes"] = [{"name": "accuracy", "before": "load_bearing", "after": "drifting"}]
+    doc["history"]["sessions"].append(
+        {
+            "number": 4,
+            "session_id": "s4",
+            "started_at": "2026-12-05T08:00:00Z",
+            "counts": {},
+            "corpus": {},
+            "metrics": [accuracy_row("drifting", "drifting", [])],
+        }
+    )
+    doc["history"]["observations"]["accuracy"].append(
+        observation(0.6, "2026-12-05T08:00:01Z", "s4", "t.py::a")
+    )
+    (accuracy, _) = parse(render_html(doc)).of("ldd-timeline")
+    # s1 advisory, the day outside pytest and s2 load-bearing, s4 advisory again.
+    assert accuracy["bands"] == [
+        "ldd-band-advisory",
+        "ldd-band-load-bearing",
+        "ldd-band-advisory",
+    ]
+    assert [kind for kind, _ in accuracy["marks"]] == ["ldd-promotion", "ldd-demotion"]
+    promoted, demoted = (float(attrs["x1"]) for _, attrs in accuracy["marks"])
+    assert promoted < demoted
+
+
+def test_a_dense_timeline_shares_its_points_out_over_the_sessions() -> None:
+    doc = hand_doc()
+    sessions = [
+        {
+            "number": i + 1,
+            "session_id": f"d{i:02d}",
+            "started_at": f"2026-12-01T{i // 60:02d}:{i % 60:02d}:00Z",
+            "counts": {},
+            "corpus": {},
+            "metrics": [],
+        }
+        for i in range(50)
+    ]
+    doc["session"] = None
+    doc["history"]["sessions"] = sessions
+    doc["history"]["calibrations"]["accuracy"] = []
+    doc["history"]["observations"]["accuracy"] = [
+        observation(0.5, s["started_at"], s["session_id"], f"t.py::{k}")
+        for s in sessions
+        for k in range(100)
+    ]
+    text = render_html(doc)
+    (timeline, _) = parse(text).of("ldd-timeline")
+    # 49 earlier sessions share 270 points (5 each), the latest keeps 30.
+    assert timeline["points"] == 49 * 5 + LATEST_SESSION_POINTS
+    tips = timeline["tips"]
+    assert sum("Session 50 ·" in t for t in tips) == LATEST_SESSION_POINTS
+    assert sum("Session 1 ·" in t for t in tips) == 5
+    assert "Showing 275 of 5,000 observations: at most 5 per session and 30 of the" in text

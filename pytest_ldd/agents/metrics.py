@@ -21,6 +21,7 @@ from pytest_ldd.agents.prices import ModelPrice, episode_dollars, load_prices
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, PriceError
 
 __all__ = [
+    "DEFAULT_CHECK",
     "WILSON_Z95",
     "CostPerSuccessMetric",
     "Score",
@@ -29,6 +30,9 @@ __all__ = [
     "pass_hat_k",
     "wilson_interval",
 ]
+
+#: The checker ``check=None`` stands for (the seed's signatures): normalized output match.
+DEFAULT_CHECK = "output"
 
 #: The two-sided 95% normal quantile, z = Phi^-1(0.975).
 WILSON_Z95 = 1.959963984540054
@@ -138,15 +142,16 @@ class TaskSuccessMetric:
 
     *check* is a checker name (``"output"``, ``"quasi_exact"``, ``"final_state"``,
     ``"recorded"``, ``"hidden_tests:PATH"``) or any ``(episode, gold) -> bool``
-    callable.  A checker that raises is not caught: the error belongs to the test.
+    callable; ``None`` (the default) is :data:`DEFAULT_CHECK`, ``"output"``.  A
+    checker that raises is not caught: the error belongs to the test.
     """
 
     __slots__ = ("check", "name")
 
     higher_is_better = True
 
-    def __init__(self, check: str | Checker = "output", *, name: str = "task_success") -> None:
-        self.check: Checker = resolve_checker(check)
+    def __init__(self, check: str | Checker | None = None, *, name: str = "task_success") -> None:
+        self.check: Checker = resolve_checker(DEFAULT_CHECK if check is None else check)
         self.name: str = _metric_name(name)
 
     def __repr__(self) -> str:
@@ -182,7 +187,10 @@ class CostPerSuccessMetric:
     ``sum(dollars) / sum(successes)``, ``inf`` when nothing succeeded.  Dollars come
     from *price* (one :class:`ModelPrice` for every episode) or from
     ``prices[episode.model]`` (a catalog, or anything :func:`load_prices` reads); with
-    both, *price* covers the episodes that name no model.
+    both, *price* covers the episodes that name no model.  *price* and *prices* are
+    keyword-only (``CostPerSuccessMetric(check=None, *, price=None, prices=None)``, as
+    the seed writes it): two optional price sources side by side read ambiguously when
+    passed by position.  *check* is as for :class:`TaskSuccessMetric`.
     """
 
     __slots__ = ("check", "name", "price", "prices")
@@ -191,10 +199,10 @@ class CostPerSuccessMetric:
 
     def __init__(
         self,
-        check: str | Checker = "output",
+        check: str | Checker | None = None,
+        *,
         price: ModelPrice | None = None,
         prices: Mapping[str, Any] | str | os.PathLike[str] | None = None,
-        *,
         name: str = "cost_per_success",
     ) -> None:
         given: object = price
@@ -204,7 +212,7 @@ class CostPerSuccessMetric:
         if price is None and prices is None:
             msg = "CostPerSuccessMetric needs 'price' or 'prices' (got neither)"
             raise PriceError(msg)
-        self.check: Checker = resolve_checker(check)
+        self.check: Checker = resolve_checker(DEFAULT_CHECK if check is None else check)
         self.price: ModelPrice | None = price
         self.prices: dict[str, ModelPrice] | None = None if prices is None else load_prices(prices)
         self.name: str = _metric_name(name)
