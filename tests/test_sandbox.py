@@ -324,7 +324,7 @@ def test_a_workspace_that_cannot_be_read_fails_the_verdict(
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", "calc.py")
 
-    monkeypatch.setattr("pytest_ldd._sandbox.staging.shutil.copyfile", denied)
+    monkeypatch.setattr("pytest_ldd._sandbox.staging._copy_file", denied)
     verdict = run_hidden_tests(task.good, task.hidden)
     assert not verdict.passed
     assert not verdict.tampered

@@ -11,13 +11,11 @@ Everything is laid out in a temporary folder the parent creates and deletes:
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import random
 import re
 import shutil
 import stat
-import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fnmatch import fnmatch
@@ -31,9 +29,7 @@ __all__ = [
     "check_extra_environment",
     "child_environment",
     "copy_workspace",
-    "fingerprint",
     "plant_canaries",
-    "remove_tree",
     "stage_hidden",
 ]
 
@@ -71,16 +67,19 @@ def copy_workspace(
 ) -> str | None:
     """Copy the agent's workspace; return why it was refused, or None when copied.
 
-    Only regular files, folders and symlinks that stay inside the workspace are copied
-    (a link is re-made to point into the copy).  Links leaving the workspace, FIFOs,
-    sockets and devices are dropped; so is bytecode, which could disagree with the
-    source a reviewer reads.  Set-id bits are dropped.  ``max_files`` counts files and
-    folders.  A workspace that cannot be read whole is refused: the agent controls its
-    files' permissions, and must not be able to turn grading into a crash.
+    Only regular files, folders and symlinks that stay inside the workspace are copied.
+    Links leaving the workspace, FIFOs, sockets and devices are dropped; so is bytecode
+    (``__pycache__``, ``*.pyc``), which could disagree with the source a reviewer reads.
+    A link is re-made (pointing into the copy) only after everything else is copied,
+    and only when its target made it into the copy: a link to a dropped file, or named
+    like bytecode, is dropped too.  Set-id bits are dropped.  ``max_files`` counts
+    files and folders.  The walk is iterative and never follows a link.  A workspace
+    that cannot be read whole is refused: the agent controls its files' permissions,
+    and must not be able to turn grading into a crash.
     """
     try:
         return _copy_tree(src.resolve(), dst, max_bytes=max_bytes, max_files=max_files)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         return f"the workspace cannot be copied: {exc}"
 
 
@@ -90,60 +89,83 @@ def _copy_tree(
     dst.mkdir(parents=True)
     entries = 0
     size = 0
-
-    def refusal() -> str | None:
-        if max_files is not None and entries > max_files:
-            return f"the workspace holds more than {max_files} files and folders: not copied"
-        if max_bytes is not None and size > max_bytes:
-            return f"the workspace is larger than {max_bytes} bytes: not copied"
-        return None
-
-    def errors(exc: OSError) -> None:
-        raise exc
-
-    for dirpath, dirnames, filenames in os.walk(top, onerror=errors, followlinks=False):
-        here = Path(dirpath)
-        target = dst / here.relative_to(top)
-        kept = []
-        for name in sorted(dirnames):
-            path = here / name
-            if path.is_symlink():
-                _relink(path, target / name, top, dst)
-            elif name not in _NEVER_COPIED:
-                (target / name).mkdir()
-                kept.append(name)
-        dirnames[:] = kept
-        entries += len(kept)
-        for name in sorted(filenames):
-            path = here / name
-            info = os.lstat(path)
+    links: list[tuple[str, Path]] = []
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        here = top / rel if rel else top
+        with os.scandir(here) as listing:
+            children = sorted(listing, key=lambda entry: entry.name)
+        for entry in children:
+            name = entry.name
+            child = f"{rel}/{name}" if rel else name
+            info = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
-                _relink(path, target / name, top, dst)
+                links.append((child, Path(entry.path)))
                 continue
-            if not stat.S_ISREG(info.st_mode) or name.endswith(_BYTECODE):
+            if stat.S_ISDIR(info.st_mode):
+                if name in _NEVER_COPIED:
+                    continue
+                (dst / child).mkdir()
+                pending.append(child)
+            elif not stat.S_ISREG(info.st_mode) or name.endswith(_BYTECODE):
                 continue
+            else:
+                size += info.st_size
+                if max_bytes is not None and size > max_bytes:
+                    return f"the workspace is larger than {max_bytes} bytes: not copied"
+                _copy_file(Path(entry.path), dst / child, info)
             entries += 1
-            size += info.st_size
-            refused = refusal()
-            if refused is not None:
-                return refused
-            shutil.copyfile(path, target / name, follow_symlinks=False)
-            mode = (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
-            os.chmod(target / name, mode)
-        refused = refusal()
-        if refused is not None:
-            return refused
+            if max_files is not None and entries > max_files:
+                return f"the workspace holds more than {max_files} files and folders: not copied"
+    for child, link in links:
+        _relink(child, link, top, dst)
     return None
 
 
-def _relink(link: Path, target: Path, top: Path, dst: Path) -> None:
+def _copy_file(src: Path, dst: Path, info: os.stat_result) -> None:
+    """Copy one regular file, at most the size ``lstat`` saw, never through a link."""
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        resolved = link.resolve(strict=True)
-    except (OSError, RuntimeError):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return  # swapped for something else since it was listed
+        mode = (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            left = info.st_size
+            while left > 0:
+                data = os.read(fd, min(left, 1 << 20))
+                if not data:
+                    break
+                left -= len(data)
+                while data:
+                    data = data[os.write(out, data) :]
+            os.fchmod(out, mode)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _relink(child: str, link: Path, top: Path, dst: Path) -> None:
+    """Re-make a link into the copy, if its name and its target passed the filters."""
+    parts = child.split("/")
+    if parts[-1] in _NEVER_COPIED or parts[-1].endswith(_BYTECODE):
+        return
+    try:
+        resolved = Path(os.path.realpath(link, strict=True))
+    except (OSError, RuntimeError, ValueError):
         return  # dangling or looping: dropped
     if not resolved.is_relative_to(top):
         return  # leaves the workspace: dropped
     mapped = dst / resolved.relative_to(top)
+    try:
+        info = os.lstat(mapped)
+    except OSError:
+        return  # its target was not copied (bytecode, a FIFO, a device...): dropped
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return
+    target = dst / child
     os.symlink(os.path.relpath(mapped, target.parent), target)
 
 
@@ -369,21 +391,6 @@ def _defines(source: bytes, names: Sequence[str]) -> bool:
     return all(name in top for name in names)
 
 
-def fingerprint(root: Path) -> dict[str, bytes]:
-    """SHA-256 of every file under ``root``, by relative path."""
-    prints = {}
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            path = Path(dirpath, name)
-            try:
-                prints[path.relative_to(root).as_posix()] = hashlib.sha256(
-                    path.read_bytes()
-                ).digest()
-            except OSError:
-                continue
-    return prints
-
-
 def child_environment(
     calling: Mapping[str, str], extra: Mapping[str, str], *, home: Path, tmp: Path
 ) -> dict[str, str]:
@@ -422,20 +429,3 @@ def check_extra_environment(extra: Mapping[str, Any]) -> dict[str, str]:
             raise SandboxError(msg)
         checked[name] = value
     return checked
-
-
-def remove_tree(root: Path) -> None:
-    """Delete a run's folder, also where the code under test took permissions away."""
-
-    def retry(function: Any, path: str, *_: Any) -> None:
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            function(path)
-        except OSError:
-            pass
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(root, onexc=retry)
-    else:
-        shutil.rmtree(root, onerror=retry)
