@@ -16,6 +16,7 @@ import random
 import re
 import stat
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +24,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import runner
+from pytest_ldd import sandbox as sandbox_module
+from pytest_ldd._sandbox import leftovers, runner
 from pytest_ldd._sandbox.channel import ChannelLog, read_channel
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.process import ChildRun
@@ -35,7 +37,7 @@ from pytest_ldd._sandbox.staging import (
     stage_hidden,
 )
 from pytest_ldd.agents import Episode
-from pytest_ldd.errors import LddError, SandboxError
+from pytest_ldd.errors import LddError, LddWarning, SandboxError
 from pytest_ldd.sandbox import HiddenTests, Limits, Verdict, hidden_tests, run_hidden_tests
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -886,3 +888,237 @@ def test_results_for_uncollected_tests_and_duplicates_are_tampering() -> None:
     assert not result.passed
     assert "tests reported more than once: test_a.py::test_x" in result.reason
     assert "results reported for tests never collected: test_a.py::test_ghost" in result.reason
+
+
+# -- bounded records ----------------------------------------------------------------------
+
+
+def _signed(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest().encode() + b" " + payload + b"\n"
+
+
+def test_deep_and_huge_signed_records_are_refused_before_parsing() -> None:
+    key = os.urandom(32)
+    deep = b'{"seq":1,"kind":"test","x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    huge = b'{"seq":1,"kind":"collected","ids":["' + b"x" * (2 * 1024 * 1024) + b'"]}'
+    strings = b'{"seq":1,"kind":"collected","ids":["[[[[[[[[[[[[{{{{{{{{{{{"]}'
+    for payload, problem in (
+        (deep, "larger or deeper"),
+        (huge, "larger or deeper"),
+        (b'{"seq":1,"kind":"finish","exit":1e999}', "'finish' report record was malformed"),
+        (b'{"seq":"1","kind":"hello"}', "malformed"),
+    ):
+        data = _records(key, {"kind": "hello"}) + _signed(key, payload)
+        log = read_channel(data, key)
+        assert any(problem in p for p in log.problems), log.problems
+    log = read_channel(_records(key, {"kind": "hello"}) + _signed(key, strings), key)
+    assert log.problems == []  # brackets inside strings are not nesting
+    assert log.collected == {"[[[[[[[[[[[[{{{{{{{{{{{"}
+
+
+def test_a_signed_fatal_record_after_hello_is_tampering_not_a_setup_error(
+    task: SimpleNamespace,
+) -> None:
+    key = os.urandom(32)
+    log = read_channel(_records(key, {"kind": "hello"}, {"kind": "fatal", "detail": "x"}), key)
+    assert log.fatal is None
+    assert any("'fatal' report record arrived after pytest had started" in p for p in log.problems)
+    first = read_channel(_records(key, {"kind": "fatal", "detail": "no pytest"}), key)
+    assert first.fatal == "no pytest"
+    assert first.problems == []
+
+
+# -- comparisons decided by the builtin base ------------------------------------------------
+
+
+class _Int(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+
+class _Words(list):  # type: ignore[type-arg]
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def _comparisons() -> tuple[runner.Comparisons, list[str]]:
+    reported: list[str] = []
+    return runner.Comparisons(reported.append), reported
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=_VALUES, right=_VALUES, op=st.sampled_from(["==", "!=", "<", "<=", ">", ">="]))
+def test_compare_is_the_operator_itself_for_honest_values(
+    left: object, right: object, op: str
+) -> None:
+    compare = _comparisons()[0].compare
+    try:
+        want = runner._OPERATORS[op](left, right)
+    except TypeError:
+        with pytest.raises(TypeError):
+            compare(op, left, right)
+        return
+    assert compare(op, left, right) == want
+
+
+def test_a_liar_is_caught_by_its_base_value_and_reported() -> None:
+    comparisons, reported = _comparisons()
+    with pytest.raises(AssertionError) as caught:
+        comparisons.compare("==", _Int(0), 5)
+    message = (
+        f"result of type {__name__}._Int (an int subclass) claims == 5; its int value is 0"
+    )
+    assert str(caught.value) == message
+    assert reported == [message]
+    with pytest.raises(AssertionError, match="claims == 5"):
+        comparisons.compare("==", 5, _Int(0))  # on the right
+    with pytest.raises(AssertionError, match=r"result holding type .*_Int"):
+        comparisons.compare("==", [_Int(0), 2], [5, 2])  # inside a plain list
+    with pytest.raises(AssertionError, match=r"a list subclass\) claims in"):
+        comparisons.compare("in", 3, _Words([1]))
+    with pytest.raises(AssertionError, match=r"by builtin values it is \{'k': \[1\]\}"):
+        comparisons.compare("==", {"k": [_Int(1)]}, {"k": [9]})
+
+
+def test_honest_look_alikes_and_own_classes_keep_their_equality() -> None:
+    from collections import Counter, OrderedDict, namedtuple
+    from fractions import Fraction
+
+    comparisons, reported = _comparisons()
+    point = namedtuple("point", "x y")
+    assert comparisons.compare("==", point(1, 2), (1, 2)) is True
+    assert comparisons.compare("==", _Int(5), 5) is True  # the claim agrees with the value
+    assert comparisons.compare("==", Fraction(3, 3), 1) is True
+    assert comparisons.compare("!=", OrderedDict(a=1, b=2), OrderedDict(b=2, a=1)) is True
+    assert comparisons.compare("==", Counter(a=1), Counter(a=1, b=0)) is True
+    assert comparisons.compare("in", "al", "calc") is True
+    assert reported == []
+
+
+def test_hidden_comparisons_are_guarded_and_failures_keep_pytests_explanation(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.good,
+        {
+            "liar.py": "class L(str):\n    def __eq__(self, o):\n        return True\n"
+            "    __hash__ = str.__hash__\n\n\ndef word():\n    return L('no')\n"
+        },
+    )
+    hidden = _write(
+        task.root / "cmp",
+        {
+            "test_cmp.py": "from calc import mul\nfrom liar import word\n\n\n"
+            "def check(candidate):\n    assert candidate(2, 3) == 7\n\n\n"
+            "def test_word():\n    assert word() == 'yes'\n\n\n"
+            "def test_helper():\n    check(mul)\n"
+        },
+    )
+    verdict = run_hidden_tests(task.good, hidden)
+    assert verdict.tampered
+    assert "result of type liar.L (a str subclass) claims == 'yes'; its str value is 'no'" in (
+        verdict.reason
+    )
+    assert verdict.outcomes == {
+        "test_cmp.py::test_word": "failed",
+        "test_cmp.py::test_helper": "failed",
+    }
+    assert "assert 6 == 7" in verdict.output_tail  # pytest's own explanation, unchanged
+
+
+# -- what the run leaves behind ---------------------------------------------------------------
+
+
+def test_the_staged_files_check_finds_changes_and_new_entries_without_following_links(
+    tmp_path: Path,
+) -> None:
+    root = _write(tmp_path / "run", {"suite/h/test_a.py": "x = 1\n", "runner/runner.py": "r\n"})
+    staged = leftovers.snapshot(root, ("suite", "runner"))
+    assert staged.entries == 5
+    clean = leftovers.compare(root, staged, deadline=time.monotonic() + 10, max_entries=100)
+    assert (clean.changed, clean.incomplete) == ([], None)
+    (root / "suite" / "h" / "__pycache__").mkdir()
+    os.mkfifo(root / "runner" / "trap")
+    (root / "suite" / "h" / "test_a.py").unlink()
+    (root / "suite" / "h" / "test_a.py").symlink_to("/dev/zero")
+    found = leftovers.compare(root, staged, deadline=time.monotonic() + 10, max_entries=100)
+    assert sorted(found.changed) == ["runner/trap", "suite/h/__pycache__", "suite/h/test_a.py"]
+    bounded = leftovers.compare(root, staged, deadline=time.monotonic() + 10, max_entries=2)
+    assert bounded.incomplete is not None
+    assert "within the bound" in bounded.incomplete
+
+
+def test_removal_is_iterative_and_never_changes_what_links_point_to(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine\n")
+    outside.chmod(0o640)
+    outside_dir = tmp_path / "outside_dir"
+    outside_dir.mkdir()
+    outside_dir.chmod(0o750)
+    root = tmp_path / "run"
+    fd = os.open(root.parent, os.O_RDONLY)
+    name = "run"
+    for _ in range(1500):  # deeper than any recursion limit, with long names
+        os.mkdir(name, dir_fd=fd)
+        nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd, name = nxt, "n" * 200
+    os.close(fd)
+    (root / "locked").mkdir()
+    (root / "locked" / "link").symlink_to(outside)
+    (root / "locked" / "dir_link").symlink_to(outside_dir)
+    os.mkfifo(root / "locked" / "fifo")
+    (root / "locked").chmod(0)
+    (root / "top_link").symlink_to(outside)
+    assert leftovers.remove_tree(root) == []
+    assert not root.exists()
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o640
+    assert stat.S_IMODE(outside_dir.stat().st_mode) == 0o750
+    assert outside.read_text() == "mine\n"
+    assert leftovers.remove_tree(root) == []  # gone already: nothing to do
+
+
+def test_what_cannot_be_removed_is_a_warning_naming_it(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "remove_tree", lambda root: ["ws/stuck"])
+    with pytest.warns(LddWarning, match=r"could not be removed whole: .*ws/stuck"):
+        assert run_hidden_tests(task.good, task.hidden).passed
+
+
+def test_a_grader_failure_after_the_run_is_a_failed_verdict(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(sandbox_module, "compare", broken)
+    verdict = run_hidden_tests(task.good, task.hidden)
+    assert not verdict.passed
+    assert verdict.reason == "the run could not be graded: MemoryError: "
+
+
+def test_links_are_remade_only_to_what_passed_the_filters(tmp_path: Path) -> None:
+    ws = _write(tmp_path / "ws", {"pkg/__init__.py": "", "store/blob.bin": "pyc", "a.py": ""})
+    (ws / "store" / "mod.cpython-311.pyc").symlink_to("blob.bin")
+    (ws / "pkg" / "__pycache__").symlink_to("../store")
+    (ws / "fast.pyc").symlink_to("store/blob.bin")
+    os.mkfifo(ws / "fifo")
+    (ws / "to_fifo").symlink_to("fifo")
+    (ws / "to_a").symlink_to("a.py")
+    (ws / "cache").mkdir()
+    (ws / "cache" / "x.pyc").write_bytes(b"\0")
+    (ws / "to_pyc").symlink_to("cache/x.pyc")
+    copy = tmp_path / "copy"
+    assert copy_workspace(ws, copy, max_bytes=None, max_files=None) is None
+    names = {p.relative_to(copy).as_posix() for p in copy.rglob("*")}
+    assert names == {"pkg", "pkg/__init__.py", "store", "store/blob.bin", "a.py", "cache", "to_a"}

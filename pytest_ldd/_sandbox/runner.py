@@ -212,6 +212,7 @@ class Comparisons:
         self._report = report
 
     def compare(self, op: str, left: Any, right: Any) -> Any:
+        __tracebackhide__ = True
         result = _OPERATORS[op](left, right)
         if type(left) in _SCALARS and type(right) in _SCALARS:
             return result

@@ -88,6 +88,9 @@ REQUIRED = {
     "stdlib_shadow",
     "honest_cmd_module",
     "honest_locked_tmp_path",
+    "liar_int_subclass",
+    "liar_builtin_subclasses",
+    "honest_builtin_like_results",
     "signed_fatal",
     "signed_deep_record",
 }
