@@ -17,11 +17,12 @@ import re
 import shutil
 import stat
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from pytest_ldd._sandbox.twins import Twin, plant_twins
 from pytest_ldd.errors import SandboxError
 
 __all__ = [
@@ -60,6 +61,9 @@ class HiddenSuite:
     expected: tuple[str, ...]
     must_fail: frozenset[str]
     must_pass: frozenset[str]
+    # Twin canary id -> the hidden test it is the twin of, and what was perturbed.
+    twins: Mapping[str, str] = field(default_factory=dict)
+    twin_changes: Mapping[str, str] = field(default_factory=dict)
 
 
 def copy_workspace(
@@ -192,6 +196,8 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
     expected: list[str] = []
     must_fail: set[str] = set()
     must_pass: set[str] = set()
+    twins: dict[str, str] = {}
+    changes: dict[str, str] = {}
     for path in files:
         rel = path.relative_to(dst).as_posix()
         source = path.read_bytes()
@@ -204,6 +210,10 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
         expected.extend(f"{rel}::{name}" for name in names)
         if _opts_out(tree.body):
             continue
+        source, tree, planted_twins = _with_twins(source, tree, names, rng)
+        for twin in planted_twins:
+            twins[f"{rel}::{twin.name}"] = f"{rel}::{twin.of}"
+            changes[f"{rel}::{twin.name}"] = twin.change
         planted, fail_name, pass_name = plant_canaries(source, tree, names, rng)
         path.write_bytes(planted)
         must_fail.add(f"{rel}::{fail_name}")
@@ -217,8 +227,54 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
         must_fail.add(f"{path.name}::{fail_name}")
         must_pass.add(f"{path.name}::{pass_name}")
     return HiddenSuite(
-        dst, tuple(files), tuple(expected), frozenset(must_fail), frozenset(must_pass)
+        dst,
+        tuple(files),
+        tuple(expected),
+        frozenset(must_fail),
+        frozenset(must_pass),
+        twins,
+        changes,
     )
+
+
+def _with_twins(
+    source: bytes, tree: ast.Module, names: Sequence[str], rng: random.Random
+) -> tuple[bytes, ast.Module, list[Twin]]:
+    """The file with its twin canaries planted, written out afresh (all of it alike)."""
+    draw = _name_drawer(source, names, rng)
+    try:
+        module, twins = plant_twins(tree, names, draw, rng)
+        if not twins:
+            return source, tree, []
+        text = ast.unparse(module).encode("utf-8") + b"\n"
+        return text, ast.parse(text), twins
+    except (RecursionError, ValueError, SyntaxError):  # an unusual file: no twins
+        return source, tree, []
+
+
+def _name_drawer(source: bytes, tests: Sequence[str], rng: random.Random) -> Any:
+    """Draws fresh test names from the words of the file's own test names."""
+    taken = {word.decode("ascii") for word in _WORD.findall(source)}
+    tokens = {
+        part.lower()
+        for name in tests
+        for part in name.split("::")[-1].split("_")
+        if part and part.lower() != "test" and not part.isdigit()
+    }
+    pool = sorted(tokens | set(_FALLBACK_WORDS))
+
+    def draw() -> str:
+        attempts = 0
+        while True:
+            attempts += 1
+            name = "test_" + "_".join(rng.sample(pool, rng.choice((1, 2))))
+            if attempts > 50:
+                name = f"{name}_{rng.randrange(2, 999)}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    return draw
 
 
 def _test_files(root: Path) -> list[Path]:
