@@ -974,9 +974,7 @@ def test_a_liar_is_caught_by_its_base_value_and_reported() -> None:
     comparisons, reported = _comparisons()
     with pytest.raises(AssertionError) as caught:
         comparisons.compare("==", _Int(0), 5)
-    message = (
-        f"result of type {__name__}._Int (an int subclass) claims == 5; its int value is 0"
-    )
+    message = f"result of type {__name__}._Int (an int subclass) claims == 5; its int value is 0"
     assert str(caught.value) == message
     assert reported == [message]
     with pytest.raises(AssertionError, match="claims == 5"):

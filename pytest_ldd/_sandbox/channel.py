@@ -11,7 +11,7 @@ holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 - ``collect_error`` (``id``, ``detail``) -- a file or folder failed to collect;
 - ``collect_skip`` (``id``) -- a file or folder was skipped whole at collection;
 - ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
-- ``liar`` (``detail``) -- a hidden test's comparison was claimed true by a builtin
+- ``liar`` (``id``, ``detail``) -- a hidden test's comparison was claimed true by a builtin
   subclass whose builtin value says false (the test failed for it);
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
 
@@ -55,7 +55,7 @@ class ChannelLog:
     duplicates: list[str] = field(default_factory=list)
     finish: int | None = None
     after_finish: int = 0
-    liars: list[str] = field(default_factory=list)
+    liars: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_channel(data: bytes, key: bytes) -> ChannelLog:
@@ -121,7 +121,7 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                 log.fatal = str(record["detail"])[:2000]
         elif kind == "liar":
             if len(log.liars) < _MAX_LIARS:
-                log.liars.append(str(record["detail"])[:500])
+                log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))
         elif kind == "collected":
             log.collected.update(str(nodeid) for nodeid in record["ids"])
         elif kind == "collect_error":

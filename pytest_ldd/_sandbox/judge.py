@@ -119,8 +119,11 @@ def judge(
 
     _judge_twins(suite, log, found)
     if log.liars:
+        # The hidden tests' own lies first: a twin's perturbed value says less.
+        first_id, first = min(log.liars, key=lambda liar: _base(liar[0]) in canaries)
+        where = "a canary" if _base(first_id) in canaries else first_id
         found.tampering.append(
-            f"a builtin look-alike lied about a comparison: {log.liars[0]}"
+            f"a builtin look-alike lied about a comparison in {where}: {first}"
             + (f" (and {len(log.liars) - 1} more)" if len(log.liars) > 1 else "")
         )
 

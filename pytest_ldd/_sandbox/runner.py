@@ -316,6 +316,7 @@ class Reporter:
     """The pytest plugin of the sandbox: reports collection and per-test outcomes."""
 
     def __init__(self, channel: Channel, pythonpath: list[str]) -> None:
+        self.current = ""  # the node id of the test running now
         self._channel = channel
         self._pythonpath = pythonpath
         self._outcomes: dict[str, str] = {}
@@ -338,6 +339,9 @@ class Reporter:
         ids = [item.nodeid for item in session.items]
         for start in range(0, len(ids), _IDS_PER_RECORD):
             self._channel.send("collected", ids=ids[start : start + _IDS_PER_RECORD])
+
+    def pytest_runtest_logstart(self, nodeid: str) -> None:
+        self.current = nodeid
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         before = self._outcomes.get(report.nodeid)
@@ -394,8 +398,11 @@ def main() -> int:
         channel.send("fatal", detail=f"pytest cannot be imported: {exc}")
         return 3
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
-    guard_comparisons(str(settings["suite"]), lambda detail: channel.send("liar", detail=detail))
     reporter = Reporter(channel, list(settings["pythonpath"]))
+    guard_comparisons(
+        str(settings["suite"]),
+        lambda detail: channel.send("liar", id=reporter.current, detail=detail),
+    )
     code = int(pytest.main(list(settings["args"]), plugins=[reporter]))
     channel.send("finish", exit=code)
     return code

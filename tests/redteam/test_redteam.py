@@ -91,6 +91,12 @@ REQUIRED = {
     "liar_int_subclass",
     "liar_builtin_subclasses",
     "honest_builtin_like_results",
+    "targeted_rewrite_by_code",
+    "targeted_rewrite_by_call",
+    "targeted_rewrite_channel",
+    "always_equal_object",
+    "frame_reader",
+    "file_reader",
     "signed_fatal",
     "signed_deep_record",
 }
