@@ -54,6 +54,7 @@ _SPEC_PREFIX = "hidden_tests:"
 _KEY_BYTES = 32
 # What the sandbox staged and the run must leave as it was.
 _STAGED = ("suite", "runner")
+_SANDBOX_FIELD = "{sandbox}"
 # The checks after the run (of what it left behind) get this long beyond the timeout.
 POST_RUN_GRACE_S = 10.0
 
@@ -267,7 +268,8 @@ def run_hidden_tests(
     ``tests`` is a folder of hidden tests (or one test file), relative to the current
     folder or absolute; it must not lie inside the workspace.  ``python`` is the
     interpreter (default: this one), or a wrapper command ending with it such as a
-    container runner.  ``env`` adds variables to the child's environment (it cannot set
+    container runner; ``{sandbox}`` in its arguments stands for the run's own folder
+    (so a wrapper can make that folder, and nothing else, writable).  ``env`` adds variables to the child's environment (it cannot set
     ``PYTEST_*``, ``PYTHON*``, ``HOME`` or the temporary folder).  ``pythonpath``
     lists folders of the workspace put on ``sys.path``, as pytest's own ``pythonpath``
     setting would.  ``plugins`` names trusted pytest plugins the hidden tests need
@@ -379,7 +381,9 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         ),
     }
     env = child_environment(os.environ, dict(options.env), home=root / "home", tmp=root / "tmp")
-    argv = [*options.interpreter(), "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
+    # A wrapper binds only this run's folder: "{sandbox}" in its arguments names it.
+    wrapper = [part.replace(_SANDBOX_FIELD, str(root)) for part in options.interpreter()]
+    argv = [*wrapper, "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
     return _Staged(suite, snapshot(root, _STAGED), argv, copy, env, settings)
 
 

@@ -15,6 +15,7 @@ import os
 import random
 import re
 import stat
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -1120,3 +1121,164 @@ def test_links_are_remade_only_to_what_passed_the_filters(tmp_path: Path) -> Non
     assert copy_workspace(ws, copy, max_bytes=None, max_files=None) is None
     names = {p.relative_to(copy).as_posix() for p in copy.rglob("*")}
     assert names == {"pkg", "pkg/__init__.py", "store", "store/blob.bin", "a.py", "cache", "to_a"}
+
+
+# -- twin canaries ----------------------------------------------------------------------------
+
+TWINNED = """import pytest
+from calc import add, mul
+
+
+def check(candidate):
+    assert candidate(2, 3) == 6
+    assert candidate(0, 5) == 0
+
+
+@pytest.mark.parametrize("a, b, c", [(2, 3, 6), pytest.param(4, 5, 20, id="big")])
+def test_param(a, b, c):
+    assert mul(a, b) == c
+
+
+def test_helper():
+    check(mul)
+
+
+def test_kinds():
+    assert mul(1, 1) == 1
+    assert (mul(2, 2) == 4) is True
+    assert mul(2, 3) in [5, 6]
+    assert mul(2, 2) > 3
+    assert mul(0.5, 1) == pytest.approx(0.5)
+    assert [mul(1, 2), add(1, 1)] == [2, 2]
+    assert {"k": mul(1, 2)} == {"k": 2}
+    assert not mul(0, 1)
+    with pytest.raises(TypeError):
+        mul(None, 1)
+
+
+def test_raises_call():
+    pytest.raises(TypeError, mul, None, 1)
+
+
+def test_compare_expressions():
+    assert add(2, 3) == add(3, 2)
+
+
+def test_nothing_to_perturb():
+    mul(2, 3)
+    if mul(1, 1) == 1:
+        assert True
+
+
+class TestCalc:
+    def test_method(self):
+        assert mul(3, 3) == 9
+"""
+
+
+def test_twins_are_planted_for_tests_with_assertions_that_always_run(tmp_path: Path) -> None:
+    src = _write(tmp_path / "h", {"test_t.py": TWINNED})
+    suite = stage_hidden(src, tmp_path / "staged", random.Random(5))
+    twinned = sorted(suite.twins.values())
+    assert twinned == [
+        "test_t.py::TestCalc::test_method",
+        "test_t.py::test_compare_expressions",
+        "test_t.py::test_helper",
+        "test_t.py::test_kinds",
+        "test_t.py::test_param",
+    ]
+    assert all(t.split("::")[-1].startswith("test_") for t in suite.twins)
+    assert not set(suite.twins) & (suite.must_fail | suite.must_pass)
+    staged = (suite.root / "test_t.py").read_text()
+    tree = ast.parse(staged)
+    top = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert len([n for n in top if n.startswith("check")]) == 2  # the helper and its twin
+
+
+def _run_staged(suite_root: Path, workspace: Path) -> dict[str, str]:
+    """Run staged hidden tests with plain pytest; outcome per test (setup to call)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "-o",
+         "console_output_style=classic", str(suite_root)],
+        cwd=workspace, env={**os.environ, "PYTHONPATH": str(workspace)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    outcomes = {}
+    for line in result.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR"):
+            outcomes[rest.split(" - ")[0].split("::", 1)[1]] = word.lower()
+    return outcomes
+
+
+@settings(max_examples=4, deadline=None, database=None)
+@given(seed=st.integers(0, 2**32))
+def test_a_correct_workspace_fails_every_twin_and_an_always_equal_one_passes_them(
+    tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
+    root = tmp_path_factory.mktemp("twins")
+    src = _write(root / "h", {"test_t.py": TWINNED})
+    suite = stage_hidden(src, root / "staged", random.Random(seed))
+    good = _write(root / "good", {"calc.py": CALC})
+    outcomes = _run_staged(suite.root, good)
+    twins = {t.split("::", 1)[1] for t in suite.twins}
+    for nodeid, outcome in outcomes.items():
+        base = nodeid.split("[")[0]
+        if base in twins:
+            assert outcome == "failed", nodeid
+        elif f"test_t.py::{base}" in suite.expected:
+            assert outcome == "passed", nodeid
+    always = _write(
+        root / "always",
+        {
+            "calc.py": "class A:\n    def __eq__(self, o):\n        return True\n"
+            "    __hash__ = object.__hash__\n    def __gt__(self, o):\n        return True\n\n\n"
+            "def mul(a, b):\n    return A()\n\n\ndef add(a, b):\n    return A()\n"
+        },
+    )
+    outcomes = _run_staged(suite.root, always)
+    passed_twins = {n.split("[")[0] for n, o in outcomes.items() if o == "passed"} & twins
+    assert {f"test_t.py::{t}" for t in passed_twins} >= {
+        t for t, of in suite.twins.items() if of.endswith(("test_param", "test_helper"))
+    }
+
+
+def test_a_twin_that_passes_next_to_a_failing_original_is_a_wrong_value_not_tampering() -> None:
+    suite = dataclasses.replace(
+        _SUITE,
+        twins={"test_a.py::test_x_values": "test_a.py::test_x"},
+        twin_changes={"test_a.py::test_x_values": "== 5 -> == 3187"},
+    )
+    log_tests = {**_CLEAN_TESTS, "test_a.py::test_x_values": "passed"}
+    for original, tampered in (("passed", True), ("failed", False)):
+        tests = {**log_tests, "test_a.py::test_x": original}
+        log = ChannelLog(hello=True, collected=set(tests), tests=tests, finish=1)
+        run = ChildRun(1, False, False, False, b"", "", 0.1)
+        result = judge(suite=suite, log=log, run=run, modified=(), timeout=60.0, output_bytes=1)
+        assert not result.passed
+        assert result.tampered is tampered
+        if tampered:
+            assert "twin canary of test_a.py::test_x passed: results are not what" in result.reason
+        else:
+            assert "passed where the hidden test did not" in result.reason
+            assert "== 5 -> == 3187" in result.reason
+    failing_twin = {**_CLEAN_TESTS, "test_a.py::test_x_values": "failed"}
+    log = ChannelLog(hello=True, collected=set(failing_twin), tests=failing_twin, finish=1)
+    run = ChildRun(1, False, False, False, b"", "", 0.1)
+    result = judge(suite=suite, log=log, run=run, modified=(), timeout=60.0, output_bytes=1)
+    assert (result.passed, result.tampered) == (True, False)
+    assert "test_a.py::test_x_values" not in result.outcomes
+
+
+def test_a_wrapper_may_name_the_runs_own_folder(task: SimpleNamespace) -> None:
+    hidden = _write(
+        task.root / "where",
+        {
+            "test_where.py": "import os\nfrom pathlib import Path\n\n\ndef test_folder():\n"
+            "    assert os.environ['LDD_RUN_FOLDER'] == str(Path.cwd().parent.parent)\n"
+            "    assert Path(os.environ['LDD_RUN_FOLDER']).name.startswith('ldd-sandbox-')\n"
+        },
+    )
+    wrapper = ["/usr/bin/env", "LDD_RUN_FOLDER={sandbox}", sys.executable]
+    verdict = run_hidden_tests(task.good, hidden, python=wrapper)
+    assert verdict.passed, verdict.reason + verdict.output_tail

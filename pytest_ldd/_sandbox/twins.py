@@ -258,6 +258,8 @@ class _Perturber:
     def raises(self, node: ast.expr) -> ast.expr:
         if not (isinstance(node, ast.Call) and _called_name(node.func) in _RAISES and node.args):
             return node
+        if len(node.args) > 1:
+            return node  # raises(E, func, *args, **kwargs) hands match= to func: left alone
         pattern = ast.Constant(self._word() + self._word())
         keywords = [k for k in node.keywords if k.arg != "match"]
         node.keywords = [*keywords, ast.keyword("match", pattern)]

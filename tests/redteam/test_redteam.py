@@ -366,3 +366,47 @@ def test_unprivileged_sandbox_sees_through_the_attack(case: Case, shared_tmp: Pa
     assert result["warnings"] == []
     assert result["left"] == [], "the sandbox folder outlived the run"
     _assert_unchanged(outside)
+
+
+@pytest.mark.parametrize("case", NAIVE, ids=lambda case: case.name)
+def test_attack_fools_a_naive_harness(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The attack is real: copying the hidden tests in and trusting the exit code fails."""
+    fooled = int(pytest.__version__.split(".")[0]) >= case.naive_needs_pytest
+    work = tmp_path / "ws"
+    shutil.copytree(case.workspace, work)
+    (work / "tests").mkdir(exist_ok=True)
+    for path in case.hidden.glob("test_*.py"):
+        shutil.copyfile(path, work / "tests" / path.name)
+    env = {**os.environ, "PYTHONPATH": str(work), **_fill(case.calling_env, case, tmp_path)}
+    env.pop("PYTEST_CURRENT_TEST", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests"],
+        cwd=work,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert (result.returncode == 0) is fooled, result.stdout[-3000:]
+
+
+def test_every_required_attack_has_a_case() -> None:
+    assert {case.name for case in CASES} >= REQUIRED
+
+
+def test_every_case_is_in_the_security_doc() -> None:
+    text = SECURITY_DOC.read_text(encoding="utf-8")
+    assert [case.name for case in CASES if f"`{case.name}`" not in text] == []
+
+
+def test_no_case_code_was_loaded_into_this_process() -> None:
+    # The cases attack whatever pytest run loads them; this one must not have.
+    loaded = [
+        name
+        for name, module in list(sys.modules.items())
+        if Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(CASES_DIR)
+    ]
+    assert loaded == []
