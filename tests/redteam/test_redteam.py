@@ -97,6 +97,7 @@ REQUIRED = {
     "always_equal_object",
     "frame_reader",
     "file_reader",
+    "always_equal_check_helper",
     "signed_fatal",
     "signed_deep_record",
 }
