@@ -3,10 +3,12 @@
 The workspace was written by the agent under test, so nothing in it is trusted: not
 its ``conftest.py`` files, not its pytest configuration, not what it prints.  Each
 run copies the workspace and the hidden tests into a fresh folder of its own, runs
-only the hidden tests (and two canary tests planted in every hidden file) in an
-isolated interpreter under resource limits, and takes the results from an
-authenticated pipe of the parent's, cross-checked against the exit code, the
-expected test ids and the canaries.  See ``docs/security.md`` for the threat model.
+only the hidden tests (with canary tests planted among them: a twin of each hidden
+test with perturbed expected values, and two templates per file) in an isolated
+interpreter under resource limits, and takes the results from an authenticated pipe
+of the parent's, cross-checked against the exit code, the expected test ids, the
+canaries and the staged files, which it checks (and then removes) treating what the
+run left behind as hostile.  See ``docs/security.md`` for the threat model.
 
 >>> verdict = run_hidden_tests("agent_workspace/", "hidden/")   # doctest: +SKIP
 >>> verdict.passed, verdict.reason                                # doctest: +SKIP
@@ -269,12 +271,13 @@ def run_hidden_tests(
     folder or absolute; it must not lie inside the workspace.  ``python`` is the
     interpreter (default: this one), or a wrapper command ending with it such as a
     container runner; ``{sandbox}`` in its arguments stands for the run's own folder
-    (so a wrapper can make that folder, and nothing else, writable).  ``env`` adds variables to the child's environment (it cannot set
-    ``PYTEST_*``, ``PYTHON*``, ``HOME`` or the temporary folder).  ``pythonpath``
+    (so a wrapper can make that folder, and nothing else, writable).  ``env`` adds
+    variables to the child's environment (it cannot set ``PYTEST_*``, ``PYTHON*``,
+    ``HOME`` or the temporary folder).  ``pythonpath``
     lists folders of the workspace put on ``sys.path``, as pytest's own ``pythonpath``
     setting would.  ``plugins`` names trusted pytest plugins the hidden tests need
     (plugin autoload is off).  Set-up problems raise :class:`SandboxError`; everything
-    the workspace does is a :class:`Verdict`.
+    the workspace does, and what the run leaves behind, is a :class:`Verdict`.
     """
     options = _Options.build(
         timeout=timeout,
@@ -321,7 +324,10 @@ def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
 
 def _remove(root: Path) -> None:
     """Delete the run's folder; what cannot be removed is a warning, never an error."""
-    left = remove_tree(root)
+    try:
+        left = remove_tree(root)
+    except Exception as exc:  # remove_tree handles OSError itself; anything else is named
+        left = [f". ({type(exc).__name__})"]
     if left:
         shown = ", ".join(repr(str(root / name)) for name in left[:3])
         more = f" and {len(left) - 3} more" if len(left) > 3 else ""
@@ -390,9 +396,12 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
 def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
     limits = options.limits
     copy = root / "ws" / source.name
-    refused = copy_workspace(
-        source, copy, max_bytes=limits.workspace_bytes, max_files=limits.workspace_files
-    )
+    try:
+        refused = copy_workspace(
+            source, copy, max_bytes=limits.workspace_bytes, max_files=limits.workspace_files
+        )
+    except Exception as exc:  # the agent wrote the workspace: a verdict, never a crash
+        refused = f"the workspace cannot be copied: {type(exc).__name__}: {str(exc)[:300]}"
     if refused is not None:
         return Verdict(False, {}, False, refused, time.monotonic() - started)
     try:
@@ -403,15 +412,21 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
         msg = f"cannot stage the run in {str(root)!r}: {exc!r}"
         raise SandboxError(msg) from exc
     key = secrets.token_bytes(_KEY_BYTES)
-    run = run_child(
-        staged.argv,
-        cwd=staged.cwd,
-        env=staged.env,
-        settings={"key": key.hex(), **staged.settings},
-        timeout=options.timeout,
-        output_bytes=limits.output_bytes,
-        tail_bytes=limits.tail_bytes,
-    )
+    try:
+        run = run_child(
+            staged.argv,
+            cwd=staged.cwd,
+            env=staged.env,
+            settings={"key": key.hex(), **staged.settings},
+            timeout=options.timeout,
+            output_bytes=limits.output_bytes,
+            tail_bytes=limits.tail_bytes,
+        )
+    except SandboxError:
+        raise
+    except Exception as exc:  # pipes, processes: the machine's problem, not the agent's
+        msg = f"cannot run the test interpreter {staged.argv[0]!r}: {exc!r}"
+        raise SandboxError(msg) from exc
     try:
         return _grade(root, staged, run, key, options, started)
     except SandboxError:
