@@ -1282,3 +1282,25 @@ def test_a_wrapper_may_name_the_runs_own_folder(task: SimpleNamespace) -> None:
     wrapper = ["/usr/bin/env", "LDD_RUN_FOLDER={sandbox}", sys.executable]
     verdict = run_hidden_tests(task.good, hidden, python=wrapper)
     assert verdict.passed, verdict.reason + verdict.output_tail
+
+
+def test_a_twin_of_a_parametrized_test_keeps_three_parameter_sets(tmp_path: Path) -> None:
+    rows = ", ".join(f"({i}, {i})" for i in range(10))
+    src = _write(
+        tmp_path / "h",
+        {
+            "test_p.py": "import pytest\nfrom calc import add\n\n\n"
+            f"@pytest.mark.parametrize(('a', 'b'), [{rows}])\n"
+            "def test_commutes(a, b):\n    assert add(a, b) == add(b, a)\n"
+        },
+    )
+    suite = stage_hidden(src, tmp_path / "staged", random.Random(7))
+    (twin,) = suite.twins
+    tree = ast.parse((suite.root / "test_p.py").read_text())
+    by_name = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    row_counts = {
+        name: len(node.decorator_list[0].args[1].elts)  # type: ignore[attr-defined]
+        for name, node in by_name.items()
+        if node.decorator_list
+    }
+    assert row_counts == {"test_commutes": 10, twin.split("::")[1]: 3}

@@ -20,7 +20,8 @@ Only assertions that run whenever the test runs are perturbed: those at the top 
 the test's body, in ``with`` blocks and in ``for`` loops over a literal that is not
 empty, and those of a module-level helper (``def check(candidate): assert ...``)
 called from there, which gets a perturbed copy of its own.  A test without such an
-assertion gets no twin (the file's template canaries remain).
+assertion gets no twin (the file's template canaries remain).  A twin of a
+parametrized test keeps at most three of its parameter sets.
 """
 
 from __future__ import annotations
@@ -32,7 +33,10 @@ import string
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Twin", "plant_twins"]
+__all__ = ["TWIN_ROWS", "Twin", "plant_twins"]
+
+# Parameter sets a twin of a parametrized test keeps (chosen at random, in order).
+TWIN_ROWS = 3
 
 _RAISES = frozenset({"raises"})
 _APPROX = frozenset({"approx"})
@@ -337,6 +341,22 @@ def _parametrized(
     return bound
 
 
+def _fewer_rows(node: ast.FunctionDef | ast.AsyncFunctionDef, rng: random.Random) -> None:
+    """Keep at most :data:`TWIN_ROWS` parameter sets of each literal ``parametrize``.
+
+    A twin fails for a correct workspace, and failures are what a run spends most on;
+    an attack that passes the twin passes every one of its parameter sets.
+    """
+    for deco in node.decorator_list:
+        if not (isinstance(deco, ast.Call) and _called_name(deco.func) == "parametrize"):
+            continue
+        if len(deco.args) >= 2 and isinstance(deco.args[1], (ast.List, ast.Tuple)):
+            rows = deco.args[1].elts
+            if len(rows) > TWIN_ROWS:
+                kept = sorted(rng.sample(range(len(rows)), TWIN_ROWS))
+                deco.args[1].elts = [rows[i] for i in kept]
+
+
 def _has_assert(node: ast.AST) -> bool:
     return any(isinstance(child, ast.Assert) for child in ast.walk(node))
 
@@ -412,6 +432,7 @@ def plant_twins(
         perturber.body(twin.body)
         if not perturber.changes:
             continue
+        _fewer_rows(twin, rng)
         twin.name = draw_name()
         inserts.append((container, twin))
         twins.append(
