@@ -300,11 +300,15 @@ def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
     if not isinstance(workspace, (str, os.PathLike)):
         msg = f"'workspace' must be a path to a folder (got {workspace!r})"
         raise SandboxError(msg)
-    source = Path(os.fspath(workspace)).resolve()
+    try:
+        source = Path(os.fspath(workspace)).resolve()
+        hidden = tests.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        msg = f"'workspace' and 'tests' must be resolvable paths ({workspace!r}, {tests!r}): {exc}"
+        raise SandboxError(msg) from exc
     if not source.is_dir():
         msg = f"'workspace' must be an existing folder (got {str(source)!r})"
         raise SandboxError(msg)
-    hidden = tests.resolve()
     if hidden.is_relative_to(source) or source.is_relative_to(hidden):
         msg = (
             "'tests' must not lie inside the workspace, nor the workspace inside the"

@@ -1304,3 +1304,23 @@ def test_a_twin_of_a_parametrized_test_keeps_three_parameter_sets(tmp_path: Path
         if node.decorator_list
     }
     assert row_counts == {"test_commutes": 10, twin.split("::")[1]: 3}
+
+
+def test_a_workspace_path_in_a_link_loop_is_a_sandbox_error(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    hidden = _write(tmp_path / "hidden", {"test_x.py": "def test_x():\n    pass\n"})
+    with pytest.raises(SandboxError, match="'workspace'"):
+        run_hidden_tests(tmp_path / "loop" / "ws", hidden)
+
+
+def test_removal_stops_at_its_time_limit_and_names_what_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _write(tmp_path / "run", {"a/b/c.txt": "x", "d/e.txt": "y"})
+    monkeypatch.setattr(leftovers, "REMOVAL_LIMIT_S", -1.0)
+    left = leftovers.remove_tree(root)
+    assert left
+    assert root.exists()
+    monkeypatch.setattr(leftovers, "REMOVAL_LIMIT_S", 60.0)
+    assert leftovers.remove_tree(root) == []
+    assert not root.exists()

@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Snapshot", "compare", "remove_tree", "snapshot"]
+__all__ = ["REMOVAL_LIMIT_S", "Snapshot", "compare", "remove_tree", "snapshot"]
 
 _READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 _DIR = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0)
@@ -42,6 +42,8 @@ _CHUNK = 1 << 20
 # New entries reported before the comparison stops looking (each one is tampering).
 _NEW_SHOWN = 10
 _OWNER_RWX = stat.S_IRWXU
+# Removal must finish, but not against a process that escaped the run and keeps writing.
+REMOVAL_LIMIT_S = 120.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +232,7 @@ class _Removal:
     # Name at the top of the folder -> where it was before it was moved up.
     origin: dict[str, str] = field(default_factory=dict)
     moved: int = 0
+    deadline: float = 0.0
 
     def where(self, top: str, name: str | None = None) -> str:
         base = self.origin.get(top, top)
@@ -245,6 +248,8 @@ def remove_tree(root: Path) -> list[str]:
 
     Deep folders are flattened, not recursed into: each folder's subfolders are moved
     up to the top of the run's folder before the folder itself is emptied and removed.
+    Past :data:`REMOVAL_LIMIT_S` (only something still writing there gets that far),
+    it stops and names what is left.
     """
     try:
         info = os.lstat(root)
@@ -268,7 +273,7 @@ def remove_tree(root: Path) -> list[str]:
             root_fd = _open_dir(parent_fd, root.name)
         except OSError:
             return ["."]
-        removal = _Removal(root_fd, info.st_dev)
+        removal = _Removal(root_fd, info.st_dev, deadline=time.monotonic() + REMOVAL_LIMIT_S)
         try:
             _empty(removal)
         finally:
@@ -293,6 +298,9 @@ def _empty(removal: _Removal) -> None:
             return
         names = [name for name in names if name not in given_up]
         if not names:
+            return
+        if time.monotonic() > removal.deadline:
+            removal.failed.extend(removal.where(name) for name in names[:3])
             return
         for name in names:
             if not _remove_top(removal, name):

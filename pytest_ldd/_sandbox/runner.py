@@ -139,6 +139,7 @@ _AST_OPS = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
     ast.In: "in", ast.NotIn: "not in",
 }  # fmt: skip
+_BYTES_SLOT: Callable[[bytes], bytes] | None = getattr(bytes, "__bytes__", None)
 _PLAIN_BUDGET = 10_000
 _PLAIN_DEPTH = 32
 _SHOWN = 120
@@ -179,6 +180,8 @@ class _Plain:
         if base is str:
             return str.__str__(value), changed
         if base is bytes:
+            if _BYTES_SLOT is not None:  # Python 3.11+: the base's own slot
+                return _BYTES_SLOT(value), changed
             return bytes(memoryview(value)), changed
         if base is dict:
             pairs = [(self(k, depth + 1), self(v, depth + 1)) for k, v in dict.items(value)]
