@@ -1177,7 +1177,11 @@ class TestCalc:
 
 
 def test_twins_are_planted_for_tests_with_assertions_that_always_run(tmp_path: Path) -> None:
-    src = _write(tmp_path / "h", {"test_t.py": TWINNED})
+    prop = (
+        "from hypothesis import given, strategies as st\n\n\n"
+        "@given(st.integers())\ndef test_prop(x):\n    assert x + 0 == x\n"
+    )
+    src = _write(tmp_path / "h", {"test_t.py": TWINNED, "test_g.py": prop})
     suite = stage_hidden(src, tmp_path / "staged", random.Random(5))
     twinned = sorted(suite.twins.values())
     assert twinned == [

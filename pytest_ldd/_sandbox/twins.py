@@ -21,7 +21,8 @@ the test's body, in ``with`` blocks and in ``for`` loops over a literal that is 
 empty, and those of a module-level helper (``def check(candidate): assert ...``)
 called from there, which gets a perturbed copy of its own.  A test without such an
 assertion gets no twin (the file's template canaries remain).  A twin of a
-parametrized test keeps at most three of its parameter sets.
+parametrized test keeps at most three of its parameter sets.  A property-based test
+(``@given``) gets no twin: a failing one is shrunk, which can take longer than the run.
 """
 
 from __future__ import annotations
@@ -39,6 +40,8 @@ __all__ = ["TWIN_ROWS", "Twin", "plant_twins"]
 TWIN_ROWS = 3
 
 _RAISES = frozenset({"raises"})
+# Property-based tests: a failing one is shrunk, which can take longer than the run.
+_SHRINKING = frozenset({"given"})
 _APPROX = frozenset({"approx"})
 _FLIPPED_OPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
     ast.Lt: ast.GtE,
@@ -424,7 +427,9 @@ def plant_twins(
             ),
             None,
         )
-        if original is None:
+        if original is None or _SHRINKING & {
+            _called_name(d.func if isinstance(d, ast.Call) else d) for d in original.decorator_list
+        }:
             continue
         twin = copy.deepcopy(original)
         perturber = _Perturber(rng, helper_for if not owner else (lambda name: None))
