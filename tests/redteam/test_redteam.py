@@ -376,7 +376,7 @@ def test_attack_fools_a_naive_harness(
     """The attack is real: copying the hidden tests in and trusting the exit code fails."""
     fooled = int(pytest.__version__.split(".")[0]) >= case.naive_needs_pytest
     work = tmp_path / "ws"
-    shutil.copytree(case.workspace, work)
+    shutil.copytree(case.prepared(tmp_path), work)
     (work / "tests").mkdir(exist_ok=True)
     for path in case.hidden.glob("test_*.py"):
         shutil.copyfile(path, work / "tests" / path.name)
