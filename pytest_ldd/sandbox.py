@@ -3,10 +3,12 @@
 The workspace was written by the agent under test, so nothing in it is trusted: not
 its ``conftest.py`` files, not its pytest configuration, not what it prints.  Each
 run copies the workspace and the hidden tests into a fresh folder of its own, runs
-only the hidden tests (and two canary tests planted in every hidden file) in an
-isolated interpreter under resource limits, and takes the results from an
-authenticated pipe of the parent's, cross-checked against the exit code, the
-expected test ids and the canaries.  See ``docs/security.md`` for the threat model.
+only the hidden tests (with canary tests planted among them: a twin of each hidden
+test with perturbed expected values, and two templates per file) in an isolated
+interpreter under resource limits, and takes the results from an authenticated pipe
+of the parent's, cross-checked against the exit code, the expected test ids, the
+canaries and the staged files, which it checks (and then removes) treating what the
+run left behind as hostile.  See ``docs/security.md`` for the threat model.
 
 >>> verdict = run_hidden_tests("agent_workspace/", "hidden/")   # doctest: +SKIP
 >>> verdict.passed, verdict.reason                                # doctest: +SKIP
@@ -15,6 +17,7 @@ expected test ids and the canaries.  See ``docs/security.md`` for the threat mod
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import random
@@ -22,6 +25,7 @@ import secrets
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -30,17 +34,17 @@ from typing import Any, final
 
 from pytest_ldd._sandbox.channel import OUTCOMES, read_channel
 from pytest_ldd._sandbox.judge import judge
+from pytest_ldd._sandbox.leftovers import Snapshot, compare, remove_tree, snapshot
 from pytest_ldd._sandbox.limits import Limits
-from pytest_ldd._sandbox.process import run_child
+from pytest_ldd._sandbox.process import ChildRun, run_child
 from pytest_ldd._sandbox.staging import (
+    HiddenSuite,
     check_extra_environment,
     child_environment,
     copy_workspace,
-    fingerprint,
-    remove_tree,
     stage_hidden,
 )
-from pytest_ldd.errors import SandboxError
+from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = ["HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
 
@@ -50,6 +54,11 @@ _RUNNER = Path(__file__).with_name("_sandbox") / "runner.py"
 _TRUSTED_INI = "[pytest]\n"
 _SPEC_PREFIX = "hidden_tests:"
 _KEY_BYTES = 32
+# What the sandbox staged and the run must leave as it was.
+_STAGED = ("suite", "runner")
+_SANDBOX_FIELD = "{sandbox}"
+# The checks after the run (of what it left behind) get this long beyond the timeout.
+POST_RUN_GRACE_S = 10.0
 
 
 @final
@@ -261,12 +270,14 @@ def run_hidden_tests(
     ``tests`` is a folder of hidden tests (or one test file), relative to the current
     folder or absolute; it must not lie inside the workspace.  ``python`` is the
     interpreter (default: this one), or a wrapper command ending with it such as a
-    container runner.  ``env`` adds variables to the child's environment (it cannot set
-    ``PYTEST_*``, ``PYTHON*``, ``HOME`` or the temporary folder).  ``pythonpath``
+    container runner; ``{sandbox}`` in its arguments stands for the run's own folder
+    (so a wrapper can make that folder, and nothing else, writable).  ``env`` adds
+    variables to the child's environment (it cannot set ``PYTEST_*``, ``PYTHON*``,
+    ``HOME`` or the temporary folder).  ``pythonpath``
     lists folders of the workspace put on ``sys.path``, as pytest's own ``pythonpath``
     setting would.  ``plugins`` names trusted pytest plugins the hidden tests need
     (plugin autoload is off).  Set-up problems raise :class:`SandboxError`; everything
-    the workspace does is a :class:`Verdict`.
+    the workspace does, and what the run leaves behind, is a :class:`Verdict`.
     """
     options = _Options.build(
         timeout=timeout,
@@ -289,38 +300,62 @@ def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
     if not isinstance(workspace, (str, os.PathLike)):
         msg = f"'workspace' must be a path to a folder (got {workspace!r})"
         raise SandboxError(msg)
-    source = Path(os.fspath(workspace)).resolve()
+    try:
+        source = Path(os.fspath(workspace)).resolve()
+        hidden = tests.resolve()
+    except (OSError, RuntimeError, ValueError) as exc:
+        msg = f"'workspace' and 'tests' must be resolvable paths ({workspace!r}, {tests!r}): {exc}"
+        raise SandboxError(msg) from exc
     if not source.is_dir():
         msg = f"'workspace' must be an existing folder (got {str(source)!r})"
         raise SandboxError(msg)
-    hidden = tests.resolve()
     if hidden.is_relative_to(source) or source.is_relative_to(hidden):
         msg = (
             "'tests' must not lie inside the workspace, nor the workspace inside the"
             f" hidden tests (got workspace {str(source)!r}, tests {str(hidden)!r})"
         )
         raise SandboxError(msg)
-    root = Path(tempfile.mkdtemp(prefix="ldd-sandbox-"))
+    try:
+        root = Path(tempfile.mkdtemp(prefix="ldd-sandbox-"))
+    except OSError as exc:
+        msg = f"cannot create the sandbox folder in {tempfile.gettempdir()!r}: {exc}"
+        raise SandboxError(msg) from exc
     try:
         return _run_in(root, source, hidden, options, started)
     finally:
-        remove_tree(root)
+        _remove(root)
 
 
-def _staged_prints(root: Path) -> dict[str, bytes]:
-    """Hashes of everything the sandbox staged and the test process must not change."""
-    runner = {f"runner/{name}": digest for name, digest in fingerprint(root / "runner").items()}
-    return fingerprint(root / "suite") | runner
+def _remove(root: Path) -> None:
+    """Delete the run's folder; what cannot be removed is a warning, never an error."""
+    try:
+        left = remove_tree(root)
+    except Exception as exc:  # remove_tree handles OSError itself; anything else is named
+        left = [f". ({type(exc).__name__})"]
+    if left:
+        shown = ", ".join(repr(str(root / name)) for name in left[:3])
+        more = f" and {len(left) - 3} more" if len(left) > 3 else ""
+        message = f"the sandbox folder could not be removed whole: {shown}{more} remain"
+        # Under a filter that turns warnings into errors, still never raise from here.
+        with contextlib.suppress(Warning):
+            warnings.warn(LddWarning(message), stacklevel=4)
 
 
-def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """One run laid out in its folder, ready to start."""
+
+    suite: HiddenSuite
+    snapshot: Snapshot
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    settings: dict[str, Any]
+
+
+def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
+    """Stage the hidden tests and the runner, and build the child's command and settings."""
     limits = options.limits
-    copy = root / "ws" / source.name
-    refused = copy_workspace(
-        source, copy, max_bytes=limits.workspace_bytes, max_files=limits.workspace_files
-    )
-    if refused is not None:
-        return Verdict(False, {}, False, refused, time.monotonic() - started)
     suite_root = root / "suite" / (hidden.name if hidden.is_dir() else "hidden")
     suite = stage_hidden(hidden, suite_root, random.Random(secrets.randbits(64)))
     runner_dir = root / "runner"
@@ -329,9 +364,6 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
     (runner_dir / "pytest.ini").write_text(_TRUSTED_INI, encoding="utf-8")
     for name in ("home", "tmp"):
         (root / name).mkdir()
-    before = _staged_prints(root)
-
-    key = secrets.token_bytes(_KEY_BYTES)
     args = [
         "-c", str(runner_dir / "pytest.ini"),
         "--rootdir", str(suite.root),
@@ -351,24 +383,68 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
         raise SandboxError(msg)
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
     settings = {
-        "key": key.hex(),
         "args": args,
         "pythonpath": pythonpath,
+        "suite": str(suite.root),
         "limits": limits.rlimits(
             options.timeout, is_root=is_root, user_processes=None if is_root else _user_processes()
         ),
     }
     env = child_environment(os.environ, dict(options.env), home=root / "home", tmp=root / "tmp")
-    argv = [*options.interpreter(), "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
-    run = run_child(
-        argv,
-        cwd=copy,
-        env=env,
-        settings=settings,
-        timeout=options.timeout,
-        output_bytes=limits.output_bytes,
-        tail_bytes=limits.tail_bytes,
-    )
+    # A wrapper binds only this run's folder: "{sandbox}" in its arguments names it.
+    wrapper = [part.replace(_SANDBOX_FIELD, str(root)) for part in options.interpreter()]
+    argv = [*wrapper, "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
+    return _Staged(suite, snapshot(root, _STAGED), argv, copy, env, settings)
+
+
+def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
+    limits = options.limits
+    copy = root / "ws" / source.name
+    try:
+        refused = copy_workspace(
+            source, copy, max_bytes=limits.workspace_bytes, max_files=limits.workspace_files
+        )
+    except Exception as exc:  # the agent wrote the workspace: a verdict, never a crash
+        refused = f"the workspace cannot be copied: {type(exc).__name__}: {str(exc)[:300]}"
+    if refused is not None:
+        return Verdict(False, {}, False, refused, time.monotonic() - started)
+    try:
+        staged = _stage(root, copy, hidden, options)
+    except SandboxError:
+        raise
+    except Exception as exc:  # every failure before the child starts is the set-up's
+        msg = f"cannot stage the run in {str(root)!r}: {exc!r}"
+        raise SandboxError(msg) from exc
+    key = secrets.token_bytes(_KEY_BYTES)
+    try:
+        run = run_child(
+            staged.argv,
+            cwd=staged.cwd,
+            env=staged.env,
+            settings={"key": key.hex(), **staged.settings},
+            timeout=options.timeout,
+            output_bytes=limits.output_bytes,
+            tail_bytes=limits.tail_bytes,
+        )
+    except SandboxError:
+        raise
+    except Exception as exc:  # pipes, processes: the machine's problem, not the agent's
+        msg = f"cannot run the test interpreter {staged.argv[0]!r}: {exc!r}"
+        raise SandboxError(msg) from exc
+    try:
+        return _grade(root, staged, run, key, options, started)
+    except SandboxError:
+        raise
+    except Exception as exc:  # what the run left made the grader fail: a verdict, not a crash
+        reason = f"the run could not be graded: {type(exc).__name__}: {str(exc)[:300]}"
+        return Verdict(False, {}, False, reason, time.monotonic() - started, run.output_tail)
+
+
+def _grade(
+    root: Path, staged: _Staged, run: ChildRun, key: bytes, options: _Options, started: float
+) -> Verdict:
+    """From the finished child to the verdict: the channel, the leftovers, the judge."""
+    argv = staged.argv
     log = read_channel(run.channel, key)
     if log.fatal is not None:
         msg = f"the test interpreter {argv[0]!r} cannot run the hidden tests: {log.fatal}"
@@ -379,15 +455,15 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
             f" (exit code {run.returncode}); its output ends with: {run.output_tail[-500:]!r}"
         )
         raise SandboxError(msg)
-    after = _staged_prints(root)
-    modified = sorted(name for name, digest in before.items() if after.get(name) != digest)
+    modified, incomplete = _check_leftovers(root, staged.snapshot)
     judgement = judge(
-        suite=suite,
+        suite=staged.suite,
         log=log,
         run=run,
         modified=modified,
         timeout=options.timeout,
-        output_bytes=limits.output_bytes,
+        output_bytes=options.limits.output_bytes,
+        unchecked=incomplete,
     )
     return Verdict(
         passed=judgement.passed,
@@ -397,6 +473,21 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
         duration_s=time.monotonic() - started,
         output_tail=run.output_tail,
     )
+
+
+def _check_leftovers(root: Path, staged: Snapshot) -> tuple[list[str], str | None]:
+    """The staged entries the run changed (or added), and why the check stopped short.
+
+    Bounded by :data:`POST_RUN_GRACE_S` and by the entries the sandbox staged; every
+    isolation mode calls it once its subject process is gone.
+    """
+    found = compare(
+        root,
+        staged,
+        deadline=time.monotonic() + POST_RUN_GRACE_S,
+        max_entries=staged.entries + 64,
+    )
+    return found.changed, found.incomplete
 
 
 @final

@@ -15,7 +15,9 @@ import os
 import random
 import re
 import stat
+import subprocess
 import sys
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,7 +25,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import runner
+from pytest_ldd import sandbox as sandbox_module
+from pytest_ldd._sandbox import leftovers, runner
 from pytest_ldd._sandbox.channel import ChannelLog, read_channel
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.process import ChildRun
@@ -35,7 +38,7 @@ from pytest_ldd._sandbox.staging import (
     stage_hidden,
 )
 from pytest_ldd.agents import Episode
-from pytest_ldd.errors import LddError, SandboxError
+from pytest_ldd.errors import LddError, LddWarning, SandboxError
 from pytest_ldd.sandbox import HiddenTests, Limits, Verdict, hidden_tests, run_hidden_tests
 
 CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
@@ -324,7 +327,7 @@ def test_a_workspace_that_cannot_be_read_fails_the_verdict(
     def denied(*args: object, **kwargs: object) -> None:
         raise PermissionError(13, "Permission denied", "calc.py")
 
-    monkeypatch.setattr("pytest_ldd._sandbox.staging.shutil.copyfile", denied)
+    monkeypatch.setattr("pytest_ldd._sandbox.staging._copy_file", denied)
     verdict = run_hidden_tests(task.good, task.hidden)
     assert not verdict.passed
     assert not verdict.tampered
@@ -886,3 +889,442 @@ def test_results_for_uncollected_tests_and_duplicates_are_tampering() -> None:
     assert not result.passed
     assert "tests reported more than once: test_a.py::test_x" in result.reason
     assert "results reported for tests never collected: test_a.py::test_ghost" in result.reason
+
+
+# -- bounded records ----------------------------------------------------------------------
+
+
+def _signed(key: bytes, payload: bytes) -> bytes:
+    return hmac.new(key, payload, hashlib.sha256).hexdigest().encode() + b" " + payload + b"\n"
+
+
+def test_deep_and_huge_signed_records_are_refused_before_parsing() -> None:
+    key = os.urandom(32)
+    deep = b'{"seq":1,"kind":"test","x":' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    huge = b'{"seq":1,"kind":"collected","ids":["' + b"x" * (2 * 1024 * 1024) + b'"]}'
+    strings = b'{"seq":1,"kind":"collected","ids":["[[[[[[[[[[[[{{{{{{{{{{{"]}'
+    for payload, problem in (
+        (deep, "larger or deeper"),
+        (huge, "larger or deeper"),
+        (b'{"seq":1,"kind":"finish","exit":1e999}', "'finish' report record was malformed"),
+        (b'{"seq":"1","kind":"hello"}', "malformed"),
+    ):
+        data = _records(key, {"kind": "hello"}) + _signed(key, payload)
+        log = read_channel(data, key)
+        assert any(problem in p for p in log.problems), log.problems
+    log = read_channel(_records(key, {"kind": "hello"}) + _signed(key, strings), key)
+    assert log.problems == []  # brackets inside strings are not nesting
+    assert log.collected == {"[[[[[[[[[[[[{{{{{{{{{{{"}
+
+
+def test_a_signed_fatal_record_after_hello_is_tampering_not_a_setup_error(
+    task: SimpleNamespace,
+) -> None:
+    key = os.urandom(32)
+    log = read_channel(_records(key, {"kind": "hello"}, {"kind": "fatal", "detail": "x"}), key)
+    assert log.fatal is None
+    assert any("'fatal' report record arrived after pytest had started" in p for p in log.problems)
+    first = read_channel(_records(key, {"kind": "fatal", "detail": "no pytest"}), key)
+    assert first.fatal == "no pytest"
+    assert first.problems == []
+
+
+# -- comparisons decided by the builtin base ------------------------------------------------
+
+
+class _Int(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+
+class _Words(list):  # type: ignore[type-arg]
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def _comparisons() -> tuple[runner.Comparisons, list[str]]:
+    reported: list[str] = []
+    return runner.Comparisons(reported.append), reported
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=_VALUES, right=_VALUES, op=st.sampled_from(["==", "!=", "<", "<=", ">", ">="]))
+def test_compare_is_the_operator_itself_for_honest_values(
+    left: object, right: object, op: str
+) -> None:
+    compare = _comparisons()[0].compare
+    try:
+        want = runner._OPERATORS[op](left, right)
+    except TypeError:
+        with pytest.raises(TypeError):
+            compare(op, left, right)
+        return
+    assert compare(op, left, right) == want
+
+
+def test_a_liar_is_caught_by_its_base_value_and_reported() -> None:
+    comparisons, reported = _comparisons()
+    with pytest.raises(AssertionError) as caught:
+        comparisons.compare("==", _Int(0), 5)
+    message = f"result of type {__name__}._Int (an int subclass) claims == 5; its int value is 0"
+    assert str(caught.value) == message
+    assert reported == [message]
+    with pytest.raises(AssertionError, match="claims == 5"):
+        comparisons.compare("==", 5, _Int(0))  # on the right
+    with pytest.raises(AssertionError, match=r"result holding type .*_Int"):
+        comparisons.compare("==", [_Int(0), 2], [5, 2])  # inside a plain list
+    with pytest.raises(AssertionError, match=r"a list subclass\) claims in"):
+        comparisons.compare("in", 3, _Words([1]))
+    with pytest.raises(AssertionError, match=r"by builtin values it is \{'k': \[1\]\}"):
+        comparisons.compare("==", {"k": [_Int(1)]}, {"k": [9]})
+
+
+def test_honest_look_alikes_and_own_classes_keep_their_equality() -> None:
+    from collections import Counter, OrderedDict, namedtuple
+    from fractions import Fraction
+
+    comparisons, reported = _comparisons()
+    point = namedtuple("point", "x y")
+    assert comparisons.compare("==", point(1, 2), (1, 2)) is True
+    assert comparisons.compare("==", _Int(5), 5) is True  # the claim agrees with the value
+    assert comparisons.compare("==", Fraction(3, 3), 1) is True
+    assert comparisons.compare("!=", OrderedDict(a=1, b=2), OrderedDict(b=2, a=1)) is True
+    assert comparisons.compare("==", Counter(a=1), Counter(a=1, b=0)) is True
+    assert comparisons.compare("in", "al", "calc") is True
+    assert reported == []
+
+
+def test_hidden_comparisons_are_guarded_and_failures_keep_pytests_explanation(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.good,
+        {
+            "liar.py": "class L(str):\n    def __eq__(self, o):\n        return True\n"
+            "    __hash__ = str.__hash__\n\n\ndef word():\n    return L('no')\n"
+        },
+    )
+    hidden = _write(
+        task.root / "cmp",
+        {
+            "test_cmp.py": "from calc import mul\nfrom liar import word\n\n\n"
+            "def check(candidate):\n    assert candidate(2, 3) == 7\n\n\n"
+            "def test_word():\n    assert word() == 'yes'\n\n\n"
+            "def test_helper():\n    check(mul)\n"
+        },
+    )
+    verdict = run_hidden_tests(task.good, hidden)
+    assert verdict.tampered
+    assert "result of type liar.L (a str subclass) claims == 'yes'; its str value is 'no'" in (
+        verdict.reason
+    )
+    assert verdict.outcomes == {
+        "test_cmp.py::test_word": "failed",
+        "test_cmp.py::test_helper": "failed",
+    }
+    assert "assert 6 == 7" in verdict.output_tail  # pytest's own explanation, unchanged
+
+
+# -- what the run leaves behind ---------------------------------------------------------------
+
+
+def test_the_staged_files_check_finds_changes_and_new_entries_without_following_links(
+    tmp_path: Path,
+) -> None:
+    root = _write(tmp_path / "run", {"suite/h/test_a.py": "x = 1\n", "runner/runner.py": "r\n"})
+    staged = leftovers.snapshot(root, ("suite", "runner"))
+    assert staged.entries == 5
+    clean = leftovers.compare(root, staged, deadline=time.monotonic() + 10, max_entries=100)
+    assert (clean.changed, clean.incomplete) == ([], None)
+    (root / "suite" / "h" / "__pycache__").mkdir()
+    os.mkfifo(root / "runner" / "trap")
+    (root / "suite" / "h" / "test_a.py").unlink()
+    (root / "suite" / "h" / "test_a.py").symlink_to("/dev/zero")
+    found = leftovers.compare(root, staged, deadline=time.monotonic() + 10, max_entries=100)
+    assert sorted(found.changed) == ["runner/trap", "suite/h/__pycache__", "suite/h/test_a.py"]
+    bounded = leftovers.compare(root, staged, deadline=time.monotonic() + 10, max_entries=2)
+    assert bounded.incomplete is not None
+    assert "within the bound" in bounded.incomplete
+
+
+def test_removal_is_iterative_and_never_changes_what_links_point_to(tmp_path: Path) -> None:
+    outside = tmp_path / "outside.txt"
+    outside.write_text("mine\n")
+    outside.chmod(0o640)
+    outside_dir = tmp_path / "outside_dir"
+    outside_dir.mkdir()
+    outside_dir.chmod(0o750)
+    root = tmp_path / "run"
+    fd = os.open(root.parent, os.O_RDONLY)
+    name = "run"
+    for _ in range(1500):  # deeper than any recursion limit, with long names
+        os.mkdir(name, dir_fd=fd)
+        nxt = os.open(name, os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd, name = nxt, "n" * 200
+    os.close(fd)
+    (root / "locked").mkdir()
+    (root / "locked" / "link").symlink_to(outside)
+    (root / "locked" / "dir_link").symlink_to(outside_dir)
+    os.mkfifo(root / "locked" / "fifo")
+    (root / "locked").chmod(0)
+    (root / "top_link").symlink_to(outside)
+    assert leftovers.remove_tree(root) == []
+    assert not root.exists()
+    assert stat.S_IMODE(outside.stat().st_mode) == 0o640
+    assert stat.S_IMODE(outside_dir.stat().st_mode) == 0o750
+    assert outside.read_text() == "mine\n"
+    assert leftovers.remove_tree(root) == []  # gone already: nothing to do
+
+
+def test_what_cannot_be_removed_is_a_warning_naming_it(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sandbox_module, "remove_tree", lambda root: ["ws/stuck"])
+    with pytest.warns(LddWarning, match=r"could not be removed whole: .*ws/stuck"):
+        assert run_hidden_tests(task.good, task.hidden).passed
+
+
+def test_a_grader_failure_after_the_run_is_a_failed_verdict(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object, **kwargs: object) -> None:
+        raise MemoryError
+
+    monkeypatch.setattr(sandbox_module, "compare", broken)
+    verdict = run_hidden_tests(task.good, task.hidden)
+    assert not verdict.passed
+    assert verdict.reason == "the run could not be graded: MemoryError: "
+
+
+def test_links_are_remade_only_to_what_passed_the_filters(tmp_path: Path) -> None:
+    ws = _write(tmp_path / "ws", {"pkg/__init__.py": "", "store/blob.bin": "pyc", "a.py": ""})
+    (ws / "store" / "mod.cpython-311.pyc").symlink_to("blob.bin")
+    (ws / "pkg" / "__pycache__").symlink_to("../store")
+    (ws / "fast.pyc").symlink_to("store/blob.bin")
+    os.mkfifo(ws / "fifo")
+    (ws / "to_fifo").symlink_to("fifo")
+    (ws / "to_a").symlink_to("a.py")
+    (ws / "cache").mkdir()
+    (ws / "cache" / "x.pyc").write_bytes(b"\0")
+    (ws / "to_pyc").symlink_to("cache/x.pyc")
+    copy = tmp_path / "copy"
+    assert copy_workspace(ws, copy, max_bytes=None, max_files=None) is None
+    names = {p.relative_to(copy).as_posix() for p in copy.rglob("*")}
+    assert names == {"pkg", "pkg/__init__.py", "store", "store/blob.bin", "a.py", "cache", "to_a"}
+
+
+# -- twin canaries ----------------------------------------------------------------------------
+
+TWINNED = """import pytest
+from calc import add, mul
+
+
+def check(candidate):
+    assert candidate(2, 3) == 6
+    assert candidate(0, 5) == 0
+
+
+@pytest.mark.parametrize("a, b, c", [(2, 3, 6), pytest.param(4, 5, 20, id="big")])
+def test_param(a, b, c):
+    assert mul(a, b) == c
+
+
+def test_helper():
+    check(mul)
+
+
+def test_kinds():
+    assert mul(1, 1) == 1
+    assert (mul(2, 2) == 4) is True
+    assert mul(2, 3) in [5, 6]
+    assert mul(2, 2) > 3
+    assert mul(0.5, 1) == pytest.approx(0.5)
+    assert [mul(1, 2), add(1, 1)] == [2, 2]
+    assert {"k": mul(1, 2)} == {"k": 2}
+    assert not mul(0, 1)
+    with pytest.raises(TypeError):
+        mul(None, 1)
+
+
+def test_raises_call():
+    pytest.raises(TypeError, mul, None, 1)
+
+
+def test_compare_expressions():
+    assert add(2, 3) == add(3, 2)
+
+
+def test_nothing_to_perturb():
+    mul(2, 3)
+    if mul(1, 1) == 1:
+        assert True
+
+
+class TestCalc:
+    def test_method(self):
+        assert mul(3, 3) == 9
+"""
+
+
+def test_twins_are_planted_for_tests_with_assertions_that_always_run(tmp_path: Path) -> None:
+    prop = (
+        "from hypothesis import given, strategies as st\n\n\n"
+        "@given(st.integers())\ndef test_prop(x):\n    assert x + 0 == x\n"
+    )
+    src = _write(tmp_path / "h", {"test_t.py": TWINNED, "test_g.py": prop})
+    suite = stage_hidden(src, tmp_path / "staged", random.Random(5))
+    twinned = sorted(suite.twins.values())
+    assert twinned == [
+        "test_t.py::TestCalc::test_method",
+        "test_t.py::test_compare_expressions",
+        "test_t.py::test_helper",
+        "test_t.py::test_kinds",
+        "test_t.py::test_param",
+    ]
+    assert all(t.split("::")[-1].startswith("test_") for t in suite.twins)
+    assert not set(suite.twins) & (suite.must_fail | suite.must_pass)
+    staged = (suite.root / "test_t.py").read_text()
+    tree = ast.parse(staged)
+    top = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+    assert len([n for n in top if n.startswith("check")]) == 2  # the helper and its twin
+
+
+def _run_staged(suite_root: Path, workspace: Path) -> dict[str, str]:
+    """Run staged hidden tests with plain pytest; outcome per test (setup to call)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "-o",
+         "console_output_style=classic", str(suite_root)],
+        cwd=workspace, env={**os.environ, "PYTHONPATH": str(workspace)},
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    outcomes = {}
+    for line in result.stdout.splitlines():
+        word, _, rest = line.partition(" ")
+        if word in ("PASSED", "FAILED", "ERROR"):
+            outcomes[rest.split(" - ")[0].split("::", 1)[1]] = word.lower()
+    return outcomes
+
+
+@settings(max_examples=4, deadline=None, database=None)
+@given(seed=st.integers(0, 2**32))
+def test_a_correct_workspace_fails_every_twin_and_an_always_equal_one_passes_them(
+    tmp_path_factory: pytest.TempPathFactory, seed: int
+) -> None:
+    root = tmp_path_factory.mktemp("twins")
+    src = _write(root / "h", {"test_t.py": TWINNED})
+    suite = stage_hidden(src, root / "staged", random.Random(seed))
+    good = _write(root / "good", {"calc.py": CALC})
+    outcomes = _run_staged(suite.root, good)
+    twins = {t.split("::", 1)[1] for t in suite.twins}
+    for nodeid, outcome in outcomes.items():
+        base = nodeid.split("[")[0]
+        if base in twins:
+            assert outcome == "failed", nodeid
+        elif f"test_t.py::{base}" in suite.expected:
+            assert outcome == "passed", nodeid
+    always = _write(
+        root / "always",
+        {
+            "calc.py": "class A:\n    def __eq__(self, o):\n        return True\n"
+            "    __hash__ = object.__hash__\n    def __gt__(self, o):\n        return True\n\n\n"
+            "def mul(a, b):\n    return A()\n\n\ndef add(a, b):\n    return A()\n"
+        },
+    )
+    outcomes = _run_staged(suite.root, always)
+    passed_twins = {n.split("[")[0] for n, o in outcomes.items() if o == "passed"} & twins
+    assert {f"test_t.py::{t}" for t in passed_twins} >= {
+        t for t, of in suite.twins.items() if of.endswith(("test_param", "test_helper"))
+    }
+
+
+def test_a_twin_that_passes_next_to_a_failing_original_is_a_wrong_value_not_tampering() -> None:
+    suite = dataclasses.replace(
+        _SUITE,
+        twins={"test_a.py::test_x_values": "test_a.py::test_x"},
+        twin_changes={"test_a.py::test_x_values": "== 5 -> == 3187"},
+    )
+    log_tests = {**_CLEAN_TESTS, "test_a.py::test_x_values": "passed"}
+    for original, tampered in (("passed", True), ("failed", False)):
+        tests = {**log_tests, "test_a.py::test_x": original}
+        log = ChannelLog(hello=True, collected=set(tests), tests=tests, finish=1)
+        run = ChildRun(1, False, False, False, b"", "", 0.1)
+        result = judge(suite=suite, log=log, run=run, modified=(), timeout=60.0, output_bytes=1)
+        assert not result.passed
+        assert result.tampered is tampered
+        if tampered:
+            assert "twin canary of test_a.py::test_x passed: results are not what" in result.reason
+        else:
+            assert "passed where the hidden test did not" in result.reason
+            assert "== 5 -> == 3187" in result.reason
+    failing_twin = {**_CLEAN_TESTS, "test_a.py::test_x_values": "failed"}
+    log = ChannelLog(hello=True, collected=set(failing_twin), tests=failing_twin, finish=1)
+    run = ChildRun(1, False, False, False, b"", "", 0.1)
+    result = judge(suite=suite, log=log, run=run, modified=(), timeout=60.0, output_bytes=1)
+    assert (result.passed, result.tampered) == (True, False)
+    assert "test_a.py::test_x_values" not in result.outcomes
+
+
+def test_a_wrapper_may_name_the_runs_own_folder(task: SimpleNamespace) -> None:
+    hidden = _write(
+        task.root / "where",
+        {
+            "test_where.py": "import os\nfrom pathlib import Path\n\n\ndef test_folder():\n"
+            "    assert os.environ['LDD_RUN_FOLDER'] == str(Path.cwd().parent.parent)\n"
+            "    assert Path(os.environ['LDD_RUN_FOLDER']).name.startswith('ldd-sandbox-')\n"
+        },
+    )
+    wrapper = ["/usr/bin/env", "LDD_RUN_FOLDER={sandbox}", sys.executable]
+    verdict = run_hidden_tests(task.good, hidden, python=wrapper)
+    assert verdict.passed, verdict.reason + verdict.output_tail
+
+
+def test_a_twin_of_a_parametrized_test_keeps_three_parameter_sets(tmp_path: Path) -> None:
+    rows = ", ".join(f"({i}, {i})" for i in range(10))
+    src = _write(
+        tmp_path / "h",
+        {
+            "test_p.py": "import pytest\nfrom calc import add\n\n\n"
+            f"@pytest.mark.parametrize(('a', 'b'), [{rows}])\n"
+            "def test_commutes(a, b):\n    assert add(a, b) == add(b, a)\n"
+        },
+    )
+    suite = stage_hidden(src, tmp_path / "staged", random.Random(7))
+    (twin,) = suite.twins
+    tree = ast.parse((suite.root / "test_p.py").read_text())
+    by_name = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    row_counts = {
+        name: len(node.decorator_list[0].args[1].elts)  # type: ignore[attr-defined]
+        for name, node in by_name.items()
+        if node.decorator_list
+    }
+    assert row_counts == {"test_commutes": 10, twin.split("::")[1]: 3}
+
+
+def test_a_workspace_path_in_a_link_loop_is_a_sandbox_error(tmp_path: Path) -> None:
+    (tmp_path / "loop").symlink_to(tmp_path / "loop")
+    hidden = _write(tmp_path / "hidden", {"test_x.py": "def test_x():\n    pass\n"})
+    with pytest.raises(SandboxError, match="'workspace'"):
+        run_hidden_tests(tmp_path / "loop" / "ws", hidden)
+
+
+def test_removal_stops_at_its_time_limit_and_names_what_is_left(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = _write(tmp_path / "run", {"a/b/c.txt": "x", "d/e.txt": "y"})
+    monkeypatch.setattr(leftovers, "REMOVAL_LIMIT_S", -1.0)
+    left = leftovers.remove_tree(root)
+    assert left
+    assert root.exists()
+    monkeypatch.setattr(leftovers, "REMOVAL_LIMIT_S", 60.0)
+    assert leftovers.remove_tree(root) == []
+    assert not root.exists()

@@ -2,6 +2,8 @@
 
 - ``limits``: :class:`Limits`, the resource limits of one run;
 - ``staging``: the fresh copies, the hidden tests' expected ids and the canary tests;
+- ``twins``: twin canaries, copies of the hidden tests with perturbed expected values;
+- ``leftovers``: what the run left behind, checked and removed as hostile;
 - ``runner``: the child-side bootstrap script (run in the child, never imported there);
 - ``channel``: reading the authenticated result records the child sends;
 - ``process``: starting, watching and killing the child and its process group;

@@ -5,15 +5,21 @@ fresh random one per run, handed to the child on its standard input.  Every payl
 holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 
 - ``hello`` -- the runner started and imported pytest;
-- ``fatal`` (``detail``) -- the runner could not start pytest (a setup problem);
+- ``fatal`` (``detail``) -- the runner could not start pytest (a setup problem); only
+  ever the first record: one after ``hello`` was sent by code that stole the key;
 - ``collected`` (``ids``) -- node ids collected, in chunks;
 - ``collect_error`` (``id``, ``detail``) -- a file or folder failed to collect;
 - ``collect_skip`` (``id``) -- a file or folder was skipped whole at collection;
 - ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
+- ``liar`` (``id``, ``detail``) -- a hidden test's comparison was claimed true by a builtin
+  subclass whose builtin value says false (the test failed for it);
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
 
 A record that fails authentication, is out of sequence or malformed is never used;
-each is evidence that something other than the runner wrote to the pipe.
+each is evidence that something other than the runner wrote to the pipe.  A record
+is at most :data:`MAX_RECORD_BYTES` long and holds at most :data:`MAX_CONTAINERS`
+JSON arrays and objects (counted before it is parsed: nesting cannot exhaust the
+parser), which no honest record comes near.
 """
 
 from __future__ import annotations
@@ -21,12 +27,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["OUTCOMES", "ChannelLog", "read_channel"]
+__all__ = ["MAX_CONTAINERS", "MAX_RECORD_BYTES", "OUTCOMES", "ChannelLog", "read_channel"]
 
 OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
+# The runner sends at most 200 ids, or a 2,000-character detail, per record.
+MAX_RECORD_BYTES = 1024 * 1024
+MAX_CONTAINERS = 8
+_MAX_LIARS = 20
+_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
 @dataclass(slots=True)
@@ -43,6 +55,7 @@ class ChannelLog:
     duplicates: list[str] = field(default_factory=list)
     finish: int | None = None
     after_finish: int = 0
+    liars: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_channel(data: bytes, key: bytes) -> ChannelLog:
@@ -58,18 +71,23 @@ def read_channel(data: bytes, key: bytes) -> ChannelLog:
         if not hmac.compare_digest(mac, good):
             forged += 1
             continue
+        if len(payload) > MAX_RECORD_BYTES or _containers(payload) > MAX_CONTAINERS:
+            log.problems.append("a report record was larger or deeper than any the runner sends")
+            continue
         try:
             record = json.loads(payload)
             seq = record["seq"]
             kind = record["kind"]
-        except (ValueError, KeyError, TypeError):
+            if not isinstance(seq, int) or not isinstance(kind, str):
+                raise TypeError
+        except (ValueError, KeyError, TypeError, RecursionError):
             log.problems.append("a report record was malformed")
             continue
         if seq != expected_seq:
             log.problems.append(
                 f"report records out of sequence (expected {expected_seq}, got {seq})"
             )
-        expected_seq = seq + 1 if isinstance(seq, int) else expected_seq + 1
+        expected_seq = seq + 1
         if log.finish is not None:
             log.after_finish += 1
             continue
@@ -83,12 +101,27 @@ def read_channel(data: bytes, key: bytes) -> ChannelLog:
     return log
 
 
-def _take(log: ChannelLog, kind: Any, record: dict[str, Any]) -> None:
+def _containers(payload: bytes) -> int:
+    """How many JSON arrays and objects ``payload`` opens, outside its strings."""
+    bare = _STRING.sub(b"", payload)
+    return bare.count(b"[") + bare.count(b"{")
+
+
+def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
     try:
         if kind == "hello":
             log.hello = True
         elif kind == "fatal":
-            log.fatal = str(record["detail"])
+            if log.hello:
+                log.problems.append(
+                    "a 'fatal' report record arrived after pytest had started:"
+                    " the runner's key was used by the code under test"
+                )
+            else:
+                log.fatal = str(record["detail"])[:2000]
+        elif kind == "liar":
+            if len(log.liars) < _MAX_LIARS:
+                log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))
         elif kind == "collected":
             log.collected.update(str(nodeid) for nodeid in record["ids"])
         elif kind == "collect_error":
@@ -98,7 +131,9 @@ def _take(log: ChannelLog, kind: Any, record: dict[str, Any]) -> None:
         elif kind == "test":
             nodeid, outcome = str(record["id"]), record["outcome"]
             if outcome not in OUTCOMES:
-                log.problems.append(f"a report record had the unknown outcome {outcome!r}")
+                log.problems.append(
+                    f"a report record had the unknown outcome {str(outcome)[:40]!r}"
+                )
             elif nodeid in log.tests:
                 log.duplicates.append(nodeid)
             else:
@@ -106,6 +141,6 @@ def _take(log: ChannelLog, kind: Any, record: dict[str, Any]) -> None:
         elif kind == "finish":
             log.finish = int(record["exit"])
         else:
-            log.problems.append(f"a report record had the unknown kind {kind!r}")
-    except (KeyError, TypeError, ValueError):
-        log.problems.append(f"a {kind!r} report record was malformed")
+            log.problems.append(f"a report record had the unknown kind {kind[:40]!r}")
+    except (KeyError, TypeError, ValueError, ArithmeticError):
+        log.problems.append(f"a {kind[:40]!r} report record was malformed")

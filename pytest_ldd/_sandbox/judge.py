@@ -77,10 +77,11 @@ def judge(
     modified: Sequence[str],
     timeout: float,
     output_bytes: int,
+    unchecked: str | None = None,
 ) -> Judgement:
     """Decide the verdict from the staged suite, the channel log and the process."""
     found = _Findings()
-    canaries = suite.must_fail | suite.must_pass
+    canaries = suite.must_fail | suite.must_pass | set(suite.twins)
     killed_by_us = run.timed_out or run.output_capped or run.channel_capped
     finished_normally = log.finish in (0, 1) and not killed_by_us
 
@@ -111,11 +112,24 @@ def judge(
             f"results reported for tests never collected: {_names(uncollected)}"
         )
     not_collected = {*log.collect_errors, *log.collect_skips}
-    missing_canaries = {c for c in canaries if c not in log.tests and not _under(c, not_collected)}
+    reported = {_base(i) for i in log.tests}
+    missing_canaries = {c for c in canaries if c not in reported and not _under(c, not_collected)}
     if missing_canaries and finished_normally:
         found.tampering.append("canary test not reported although pytest finished: results hidden")
 
+    _judge_twins(suite, log, found)
+    if log.liars:
+        # The hidden tests' own lies first: a twin's perturbed value says less.
+        first_id, first = min(log.liars, key=lambda liar: _base(liar[0]) in canaries)
+        where = "a canary" if _base(first_id) in canaries else first_id
+        found.tampering.append(
+            f"a builtin look-alike lied about a comparison in {where}: {first}"
+            + (f" (and {len(log.liars) - 1} more)" if len(log.liars) > 1 else "")
+        )
+
     # Doubts: the run cannot vouch for the workspace.
+    if unchecked is not None:
+        found.doubts.append(unchecked)
     if run.timed_out:
         found.doubts.append(f"timed out after {timeout:g} s")
     if run.output_capped:
@@ -133,7 +147,7 @@ def judge(
     if log.collect_errors:
         found.doubts.append(f"collection error in {_names(e or '.' for e in log.collect_errors)}")
 
-    outcomes = {i: o for i, o in log.tests.items() if i not in canaries}
+    outcomes = {i: o for i, o in log.tests.items() if _base(i) not in canaries}
     reported_bases = {_base(i) for i in outcomes}
     missing = []
     for base in suite.expected:
@@ -176,3 +190,35 @@ def judge(
     passed = not problems
     reason = f"all {total} hidden tests passed" if passed else "; ".join(problems)
     return Judgement(passed, dict(sorted(outcomes.items())), bool(found.tampering), reason)
+
+
+def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> None:
+    """A twin that passed next to an original that passed is manipulation.
+
+    Its perturbations are exclusive, so for honest values both cannot pass; a twin that
+    passed next to an original that did not is a wrong workspace that produced the
+    perturbed value, which the reason names.
+    """
+    by_base: dict[str, list[str]] = {}
+    for nodeid, outcome in log.tests.items():
+        by_base.setdefault(_base(nodeid), []).append(outcome)
+    manipulated: list[str] = []
+    matched: list[str] = []
+    for twin, original in sorted(suite.twins.items()):
+        if "passed" not in by_base.get(twin, ()):
+            continue
+        outcomes = by_base.get(original, [])
+        if outcomes and all(o == "passed" for o in outcomes):
+            manipulated.append(original)
+        else:
+            matched.append(f"{original} ({suite.twin_changes.get(twin, 'perturbed')})")
+    if manipulated:
+        found.tampering.append(
+            f"twin canary of {_names(manipulated)} passed:"
+            " results are not what the hidden tests compare"
+        )
+    if matched:
+        found.doubts.append(
+            f"twin canary of {_names(matched)} passed where the hidden test did not:"
+            " the workspace produced the twin's perturbed value"
+        )

@@ -11,19 +11,18 @@ Everything is laid out in a temporary folder the parent creates and deletes:
 from __future__ import annotations
 
 import ast
-import hashlib
 import os
 import random
 import re
 import shutil
 import stat
-import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from pytest_ldd._sandbox.twins import Twin, plant_twins
 from pytest_ldd.errors import SandboxError
 
 __all__ = [
@@ -31,9 +30,7 @@ __all__ = [
     "check_extra_environment",
     "child_environment",
     "copy_workspace",
-    "fingerprint",
     "plant_canaries",
-    "remove_tree",
     "stage_hidden",
 ]
 
@@ -64,6 +61,9 @@ class HiddenSuite:
     expected: tuple[str, ...]
     must_fail: frozenset[str]
     must_pass: frozenset[str]
+    # Twin canary id -> the hidden test it is the twin of, and what was perturbed.
+    twins: Mapping[str, str] = field(default_factory=dict)
+    twin_changes: Mapping[str, str] = field(default_factory=dict)
 
 
 def copy_workspace(
@@ -71,16 +71,19 @@ def copy_workspace(
 ) -> str | None:
     """Copy the agent's workspace; return why it was refused, or None when copied.
 
-    Only regular files, folders and symlinks that stay inside the workspace are copied
-    (a link is re-made to point into the copy).  Links leaving the workspace, FIFOs,
-    sockets and devices are dropped; so is bytecode, which could disagree with the
-    source a reviewer reads.  Set-id bits are dropped.  ``max_files`` counts files and
-    folders.  A workspace that cannot be read whole is refused: the agent controls its
-    files' permissions, and must not be able to turn grading into a crash.
+    Only regular files, folders and symlinks that stay inside the workspace are copied.
+    Links leaving the workspace, FIFOs, sockets and devices are dropped; so is bytecode
+    (``__pycache__``, ``*.pyc``), which could disagree with the source a reviewer reads.
+    A link is re-made (pointing into the copy) only after everything else is copied,
+    and only when its target made it into the copy: a link to a dropped file, or named
+    like bytecode, is dropped too.  Set-id bits are dropped.  ``max_files`` counts
+    files and folders.  The walk is iterative and never follows a link.  A workspace
+    that cannot be read whole is refused: the agent controls its files' permissions,
+    and must not be able to turn grading into a crash.
     """
     try:
         return _copy_tree(src.resolve(), dst, max_bytes=max_bytes, max_files=max_files)
-    except OSError as exc:
+    except (OSError, ValueError) as exc:
         return f"the workspace cannot be copied: {exc}"
 
 
@@ -90,60 +93,83 @@ def _copy_tree(
     dst.mkdir(parents=True)
     entries = 0
     size = 0
-
-    def refusal() -> str | None:
-        if max_files is not None and entries > max_files:
-            return f"the workspace holds more than {max_files} files and folders: not copied"
-        if max_bytes is not None and size > max_bytes:
-            return f"the workspace is larger than {max_bytes} bytes: not copied"
-        return None
-
-    def errors(exc: OSError) -> None:
-        raise exc
-
-    for dirpath, dirnames, filenames in os.walk(top, onerror=errors, followlinks=False):
-        here = Path(dirpath)
-        target = dst / here.relative_to(top)
-        kept = []
-        for name in sorted(dirnames):
-            path = here / name
-            if path.is_symlink():
-                _relink(path, target / name, top, dst)
-            elif name not in _NEVER_COPIED:
-                (target / name).mkdir()
-                kept.append(name)
-        dirnames[:] = kept
-        entries += len(kept)
-        for name in sorted(filenames):
-            path = here / name
-            info = os.lstat(path)
+    links: list[tuple[str, Path]] = []
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        here = top / rel if rel else top
+        with os.scandir(here) as listing:
+            children = sorted(listing, key=lambda entry: entry.name)
+        for entry in children:
+            name = entry.name
+            child = f"{rel}/{name}" if rel else name
+            info = entry.stat(follow_symlinks=False)
             if stat.S_ISLNK(info.st_mode):
-                _relink(path, target / name, top, dst)
+                links.append((child, Path(entry.path)))
                 continue
-            if not stat.S_ISREG(info.st_mode) or name.endswith(_BYTECODE):
+            if stat.S_ISDIR(info.st_mode):
+                if name in _NEVER_COPIED:
+                    continue
+                (dst / child).mkdir()
+                pending.append(child)
+            elif not stat.S_ISREG(info.st_mode) or name.endswith(_BYTECODE):
                 continue
+            else:
+                size += info.st_size
+                if max_bytes is not None and size > max_bytes:
+                    return f"the workspace is larger than {max_bytes} bytes: not copied"
+                _copy_file(Path(entry.path), dst / child, info)
             entries += 1
-            size += info.st_size
-            refused = refusal()
-            if refused is not None:
-                return refused
-            shutil.copyfile(path, target / name, follow_symlinks=False)
-            mode = (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
-            os.chmod(target / name, mode)
-        refused = refusal()
-        if refused is not None:
-            return refused
+            if max_files is not None and entries > max_files:
+                return f"the workspace holds more than {max_files} files and folders: not copied"
+    for child, link in links:
+        _relink(child, link, top, dst)
     return None
 
 
-def _relink(link: Path, target: Path, top: Path, dst: Path) -> None:
+def _copy_file(src: Path, dst: Path, info: os.stat_result) -> None:
+    """Copy one regular file, at most the size ``lstat`` saw, never through a link."""
+    fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     try:
-        resolved = link.resolve(strict=True)
-    except (OSError, RuntimeError):
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return  # swapped for something else since it was listed
+        mode = (stat.S_IMODE(info.st_mode) & 0o777) | stat.S_IRUSR | stat.S_IWUSR
+        out = os.open(dst, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        try:
+            left = info.st_size
+            while left > 0:
+                data = os.read(fd, min(left, 1 << 20))
+                if not data:
+                    break
+                left -= len(data)
+                while data:
+                    data = data[os.write(out, data) :]
+            os.fchmod(out, mode)
+        finally:
+            os.close(out)
+    finally:
+        os.close(fd)
+
+
+def _relink(child: str, link: Path, top: Path, dst: Path) -> None:
+    """Re-make a link into the copy, if its name and its target passed the filters."""
+    parts = child.split("/")
+    if parts[-1] in _NEVER_COPIED or parts[-1].endswith(_BYTECODE):
+        return
+    try:
+        resolved = Path(os.path.realpath(link, strict=True))
+    except (OSError, RuntimeError, ValueError):
         return  # dangling or looping: dropped
     if not resolved.is_relative_to(top):
         return  # leaves the workspace: dropped
     mapped = dst / resolved.relative_to(top)
+    try:
+        info = os.lstat(mapped)
+    except OSError:
+        return  # its target was not copied (bytecode, a FIFO, a device...): dropped
+    if not (stat.S_ISREG(info.st_mode) or stat.S_ISDIR(info.st_mode)):
+        return
+    target = dst / child
     os.symlink(os.path.relpath(mapped, target.parent), target)
 
 
@@ -170,6 +196,8 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
     expected: list[str] = []
     must_fail: set[str] = set()
     must_pass: set[str] = set()
+    twins: dict[str, str] = {}
+    changes: dict[str, str] = {}
     for path in files:
         rel = path.relative_to(dst).as_posix()
         source = path.read_bytes()
@@ -182,6 +210,10 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
         expected.extend(f"{rel}::{name}" for name in names)
         if _opts_out(tree.body):
             continue
+        source, tree, planted_twins = _with_twins(source, tree, names, rng)
+        for twin in planted_twins:
+            twins[f"{rel}::{twin.name}"] = f"{rel}::{twin.of}"
+            changes[f"{rel}::{twin.name}"] = twin.change
         planted, fail_name, pass_name = plant_canaries(source, tree, names, rng)
         path.write_bytes(planted)
         must_fail.add(f"{rel}::{fail_name}")
@@ -195,8 +227,54 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
         must_fail.add(f"{path.name}::{fail_name}")
         must_pass.add(f"{path.name}::{pass_name}")
     return HiddenSuite(
-        dst, tuple(files), tuple(expected), frozenset(must_fail), frozenset(must_pass)
+        dst,
+        tuple(files),
+        tuple(expected),
+        frozenset(must_fail),
+        frozenset(must_pass),
+        twins,
+        changes,
     )
+
+
+def _with_twins(
+    source: bytes, tree: ast.Module, names: Sequence[str], rng: random.Random
+) -> tuple[bytes, ast.Module, list[Twin]]:
+    """The file with its twin canaries planted, written out afresh (all of it alike)."""
+    draw = _name_drawer(source, names, rng)
+    try:
+        module, twins = plant_twins(tree, names, draw, rng)
+        if not twins:
+            return source, tree, []
+        text = ast.unparse(module).encode("utf-8") + b"\n"
+        return text, ast.parse(text), twins
+    except (RecursionError, ValueError, SyntaxError):  # an unusual file: no twins
+        return source, tree, []
+
+
+def _name_drawer(source: bytes, tests: Sequence[str], rng: random.Random) -> Any:
+    """Draws fresh test names from the words of the file's own test names."""
+    taken = {word.decode("ascii") for word in _WORD.findall(source)}
+    tokens = {
+        part.lower()
+        for name in tests
+        for part in name.split("::")[-1].split("_")
+        if part and part.lower() != "test" and not part.isdigit()
+    }
+    pool = sorted(tokens | set(_FALLBACK_WORDS))
+
+    def draw() -> str:
+        attempts = 0
+        while True:
+            attempts += 1
+            name = "test_" + "_".join(rng.sample(pool, rng.choice((1, 2))))
+            if attempts > 50:
+                name = f"{name}_{rng.randrange(2, 999)}"
+            if name not in taken:
+                taken.add(name)
+                return name
+
+    return draw
 
 
 def _test_files(root: Path) -> list[Path]:
@@ -369,21 +447,6 @@ def _defines(source: bytes, names: Sequence[str]) -> bool:
     return all(name in top for name in names)
 
 
-def fingerprint(root: Path) -> dict[str, bytes]:
-    """SHA-256 of every file under ``root``, by relative path."""
-    prints = {}
-    for dirpath, _, filenames in os.walk(root):
-        for name in filenames:
-            path = Path(dirpath, name)
-            try:
-                prints[path.relative_to(root).as_posix()] = hashlib.sha256(
-                    path.read_bytes()
-                ).digest()
-            except OSError:
-                continue
-    return prints
-
-
 def child_environment(
     calling: Mapping[str, str], extra: Mapping[str, str], *, home: Path, tmp: Path
 ) -> dict[str, str]:
@@ -422,20 +485,3 @@ def check_extra_environment(extra: Mapping[str, Any]) -> dict[str, str]:
             raise SandboxError(msg)
         checked[name] = value
     return checked
-
-
-def remove_tree(root: Path) -> None:
-    """Delete a run's folder, also where the code under test took permissions away."""
-
-    def retry(function: Any, path: str, *_: Any) -> None:
-        try:
-            os.chmod(os.path.dirname(path), 0o700)
-            os.chmod(path, 0o700)
-            function(path)
-        except OSError:
-            pass
-
-    if sys.version_info >= (3, 12):
-        shutil.rmtree(root, onexc=retry)
-    else:
-        shutil.rmtree(root, onerror=retry)

@@ -6,16 +6,27 @@ what the sandbox must conclude (``expect_passed``, ``expect_tampered``, fragment
 the ``reason``) and how to run it (``timeout``, ``[limits]``, ``[env]`` for the
 child, ``[calling_env]`` for the calling process).  Cases marked ``fools_naive`` are
 also run through a naive harness (hidden tests copied into the workspace, pytest's
-exit code trusted) to show that the attack is real.
+exit code trusted) to show that the attack is real.  A case may hold a
+``prepare.py``, run on a copy of its workspace first (for what git cannot hold:
+bytecode, FIFOs, links), an ``outside`` file the attack aims at, which must be
+unchanged afterwards, and ``unprivileged = true``: it is also run as an unprivileged
+user (with ``setpriv`` when the suite runs as root, as CI does), where permissions
+mean something.  After every case the system temporary folder the sandbox used must
+be empty and no warning may have been issued.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import sysconfig
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +74,32 @@ REQUIRED = {
     "fake_report_files",  # 13
     "agent_tests_pytest_plugins",  # 14
     "indirect_patch",  # 15
+    # issue 11: what the run leaves behind, the runner's weak spots
+    "leftover_fifo",
+    "leftover_fifo_in_suite",
+    "leftover_dev_zero_link",
+    "leftover_sparse_files",
+    "leftover_sparse_in_suite",
+    "leftover_deep_tree",
+    "leftover_mode_000",
+    "leftover_chmod_link_trap",
+    "planted_rewrite_pyc",
+    "bytecode_symlinked_pycache",
+    "stdlib_shadow",
+    "honest_cmd_module",
+    "honest_locked_tmp_path",
+    "liar_int_subclass",
+    "liar_builtin_subclasses",
+    "honest_builtin_like_results",
+    "targeted_rewrite_by_code",
+    "targeted_rewrite_by_call",
+    "targeted_rewrite_channel",
+    "always_equal_object",
+    "frame_reader",
+    "file_reader",
+    "always_equal_check_helper",
+    "signed_fatal",
+    "signed_deep_record",
 }
 
 
@@ -88,10 +125,22 @@ class Case:
     limits: dict[str, int] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     calling_env: dict[str, str] = field(default_factory=dict)
+    outside: str = ""
+    unprivileged: bool = False
 
     @property
     def workspace(self) -> Path:
         return self.path / "workspace"
+
+    def prepared(self, tmp: Path) -> Path:
+        """The workspace to grade: a copy that ``prepare.py`` completed, if there is one."""
+        script = self.path / "prepare.py"
+        if not script.is_file():
+            return self.workspace
+        copy = tmp / "prepared" / "workspace"
+        shutil.copytree(self.workspace, copy, symlinks=True)
+        subprocess.run([sys.executable, str(script), str(copy)], check=True, timeout=60)
+        return copy
 
 
 def _load(path: Path) -> Case:
@@ -130,29 +179,59 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def _outside_file(case: Case, tmp: Path) -> Path | None:
+    if not case.outside:
+        return None
+    path = Path(case.outside.format(case=case.path, tmp=tmp))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("the grader's own file\n")
+    path.chmod(0o640)
+    return path
+
+
+def _assert_unchanged(path: Path | None) -> None:
+    if path is not None:
+        assert stat.S_IMODE(path.stat().st_mode) == 0o640, "a file outside the sandbox changed"
+        assert path.read_text() == "the grader's own file\n"
+
+
+def _check(case: Case, got: dict[str, Any], reason: str, elapsed: float, detail: str) -> None:
+    want = {"passed": case.expect_passed, "tampered": case.expect_tampered}
+    assert got == want, f"{case.attack}: {reason}\n{detail}"
+    for fragment in case.reason:
+        assert fragment in reason
+    assert elapsed < case.max_seconds
+
+
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_sandbox_sees_through_the_attack(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     for name, value in _fill(case.calling_env, case, tmp_path).items():
         monkeypatch.setenv(name, value)
+    workspace = case.prepared(tmp_path)
+    outside = _outside_file(case, tmp_path)
+    system_tmp = tmp_path / "system-tmp"
+    system_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(system_tmp))
     started = time.monotonic()
-    verdict = run_hidden_tests(
-        case.workspace,
-        case.hidden,
-        timeout=case.timeout,
-        env=_fill(case.env, case, tmp_path),
-        pythonpath=case.pythonpath,
-        limits=Limits(**case.limits),
-    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        verdict = run_hidden_tests(
+            workspace,
+            case.hidden,
+            timeout=case.timeout,
+            env=_fill(case.env, case, tmp_path),
+            pythonpath=case.pythonpath,
+            limits=Limits(**case.limits),
+        )
     elapsed = time.monotonic() - started
     got = {"passed": verdict.passed, "tampered": verdict.tampered}
-    want = {"passed": case.expect_passed, "tampered": case.expect_tampered}
-    assert got == want, f"{case.attack}: {verdict.reason}\n{verdict.output_tail[-3000:]}"
-    for fragment in case.reason:
-        assert fragment in verdict.reason
-    assert elapsed < case.max_seconds
+    _check(case, got, verdict.reason, elapsed, verdict.output_tail[-3000:])
     assert len(verdict.output_tail) <= Limits(**case.limits).tail_bytes
+    assert [str(w.message) for w in caught] == []
+    assert list(system_tmp.iterdir()) == [], "the sandbox folder outlived the run"
+    _assert_unchanged(outside)
     if case.check_pids:
         pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
         assert len(pids) >= 50  # the storm really happened (as root, all 300 of it)
@@ -162,6 +241,134 @@ def test_sandbox_sees_through_the_attack(
         assert not [pid for pid in pids if _alive(pid)], "children outlived the run"
 
 
+UNPRIVILEGED = [case for case in CASES if case.unprivileged]
+_AS_USER = """
+import json, sys, tempfile, time, warnings
+from pathlib import Path
+from pytest_ldd.sandbox import run_hidden_tests
+args = json.loads(sys.argv[1])
+tempfile.tempdir = args["system_tmp"]
+started = time.monotonic()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    verdict = run_hidden_tests(
+        args["workspace"], args["hidden"], env=args["env"], python=args["python"]
+    )
+print(json.dumps({
+    "passed": verdict.passed, "tampered": verdict.tampered, "reason": verdict.reason,
+    "tail": verdict.output_tail[-2000:], "elapsed": time.monotonic() - started,
+    "warnings": [str(w.message) for w in caught],
+    "left": sorted(p.name for p in Path(args["system_tmp"]).iterdir()),
+}))
+"""
+
+
+_DROP = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
+
+
+def _drop_root() -> list[str]:
+    """The command prefix that runs as ``nobody`` when we are root (CI is), else nothing."""
+    if os.geteuid() != 0:
+        return []
+    setpriv = shutil.which("setpriv")
+    assert setpriv, "setpriv (util-linux) is needed to drop root for this test"
+    return [setpriv, *_DROP]
+
+
+def _runs_unprivileged(python: str) -> bool:
+    # Through a shell: setpriv itself may still reach an interpreter it then cannot run.
+    check = [*_drop_root(), "/bin/sh", "-c", '"$0" -I -c "import pytest, pytest_ldd"', python]
+    return subprocess.run(check, capture_output=True, timeout=60, check=False).returncode == 0
+
+
+def unprivileged_python(folder: Path) -> str:
+    """An interpreter with pytest and pytest-ldd that the unprivileged user can run.
+
+    This one, where that user can reach it; otherwise the system interpreter of the
+    same version in a virtual environment of ours over this one's packages (a venv
+    made under root's home folder is closed to other users).
+    """
+    if _runs_unprivileged(sys.executable):
+        return sys.executable
+    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
+    system = next(
+        (p for p in (f"/usr/bin/{version}", f"/usr/local/bin/{version}") if Path(p).exists()),
+        None,
+    )
+    assert system, f"no interpreter the unprivileged user can run ({version})"
+    venv = folder / "venv"
+    (venv / "bin").mkdir(parents=True)
+    (venv / "lib" / version).mkdir(parents=True)
+    (venv / "bin" / "python").symlink_to(system)
+    purelib = sysconfig.get_paths()["purelib"]
+    (venv / "lib" / version / "site-packages").symlink_to(purelib)
+    (venv / "pyvenv.cfg").write_text(
+        f"home = {Path(system).parent}\ninclude-system-site-packages = false\n"
+    )
+    python = str(venv / "bin" / "python")
+    assert _runs_unprivileged(python), f"{python} cannot import pytest and pytest_ldd"
+    return python
+
+
+def as_unprivileged_user(python: str, script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``python -c script args`` as ``nobody`` when we are root, else as ourselves."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/"}
+    return subprocess.run(
+        [*_drop_root(), python, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+@pytest.fixture
+def shared_tmp() -> Any:
+    """A folder the unprivileged user owns (root's ``tmp_path`` is closed to others)."""
+    folder = Path(tempfile.mkdtemp(prefix="ldd-redteam-", dir="/tmp"))
+    folder.chmod(0o755)
+    if os.geteuid() == 0:
+        import pwd
+
+        nobody = pwd.getpwnam("nobody")
+        os.chown(folder, nobody.pw_uid, nobody.pw_gid)
+    yield folder
+    subprocess.run(["rm", "-rf", str(folder)], check=False)
+
+
+@pytest.mark.parametrize("case", UNPRIVILEGED, ids=lambda case: case.name)
+def test_unprivileged_sandbox_sees_through_the_attack(case: Case, shared_tmp: Path) -> None:
+    python = unprivileged_python(shared_tmp)
+    for folder in ("work", "system-tmp"):
+        subprocess.run([*_drop_root(), "mkdir", str(shared_tmp / folder)], check=True)
+    work = shared_tmp / "work"
+    outside = Path(case.outside.format(case=case.path, tmp=work)) if case.outside else None
+    if outside is not None:
+        # The outside file belongs to the grader's user, as the grader's own files would.
+        script = (
+            "import sys; from pathlib import Path; p = Path(sys.argv[1]);"
+            " p.parent.mkdir(parents=True); p.write_text(sys.argv[2]); p.chmod(0o640)"
+        )
+        done = as_unprivileged_user(python, script, str(outside), "the grader's own file\n")
+        assert done.returncode == 0, done.stderr
+    args = {
+        "workspace": str(case.workspace),
+        "hidden": str(case.hidden),
+        "env": _fill(case.env, case, work),
+        "system_tmp": str(shared_tmp / "system-tmp"),
+        "python": python,
+    }
+    done = as_unprivileged_user(python, _AS_USER, json.dumps(args))
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    got = {"passed": result["passed"], "tampered": result["tampered"]}
+    _check(case, got, result["reason"], result["elapsed"], result["tail"])
+    assert result["warnings"] == []
+    assert result["left"] == [], "the sandbox folder outlived the run"
+    _assert_unchanged(outside)
+
+
 @pytest.mark.parametrize("case", NAIVE, ids=lambda case: case.name)
 def test_attack_fools_a_naive_harness(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
@@ -169,7 +376,7 @@ def test_attack_fools_a_naive_harness(
     """The attack is real: copying the hidden tests in and trusting the exit code fails."""
     fooled = int(pytest.__version__.split(".")[0]) >= case.naive_needs_pytest
     work = tmp_path / "ws"
-    shutil.copytree(case.workspace, work)
+    shutil.copytree(case.prepared(tmp_path), work)
     (work / "tests").mkdir(exist_ok=True)
     for path in case.hidden.glob("test_*.py"):
         shutil.copyfile(path, work / "tests" / path.name)
