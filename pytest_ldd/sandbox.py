@@ -29,6 +29,7 @@ from types import MappingProxyType
 from typing import Any, final
 
 from pytest_ldd._sandbox.channel import OUTCOMES, read_channel
+from pytest_ldd._sandbox.isolation import check_isolation, stage_judge
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.limits import Limits
 from pytest_ldd._sandbox.process import run_child
@@ -118,6 +119,7 @@ class _Options:
     pythonpath: tuple[str, ...] = (".",)
     plugins: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    isolation: str = "inprocess"
 
     @classmethod
     def build(
@@ -129,6 +131,7 @@ class _Options:
         pythonpath: Sequence[str] = (".",),
         plugins: Sequence[str] = (),
         limits: Limits | None = None,
+        isolation: str = "inprocess",
     ) -> _Options:
         if (
             isinstance(timeout, bool)
@@ -144,6 +147,7 @@ class _Options:
             pythonpath=_pythonpath(pythonpath),
             plugins=_plugins(plugins),
             limits=_limits(limits),
+            isolation=check_isolation(isolation),
         )
 
     def interpreter(self) -> tuple[str, ...]:
@@ -255,6 +259,7 @@ def run_hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
+    isolation: str = "inprocess",
 ) -> Verdict:
     """Run the hidden ``tests`` against a fresh copy of ``workspace``; return the verdict.
 
@@ -275,6 +280,7 @@ def run_hidden_tests(
         pythonpath=pythonpath,
         plugins=plugins,
         limits=limits,
+        isolation=isolation,
     )
     return _run(workspace, _resolve_tests(tests), options)
 
@@ -360,6 +366,15 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
     }
     env = child_environment(os.environ, dict(options.env), home=root / "home", tmp=root / "tmp")
     argv = [*options.interpreter(), "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
+    if options.isolation == "process":
+        argv, settings = stage_judge(
+            runner_dir,
+            {**settings, "pythonpath": pythonpath},
+            subject_python=options.interpreter(),
+            workspace=copy,
+            timeout=options.timeout,
+        )
+        before = _staged_prints(root)
     run = run_child(
         argv,
         cwd=copy,
@@ -449,7 +464,7 @@ class HiddenTests:
     def __repr__(self) -> str:
         defaults = _Options()
         parts = [repr(str(self.tests))]
-        for name in ("timeout", "python", "env", "pythonpath", "plugins", "limits"):
+        for name in ("timeout", "python", "env", "pythonpath", "plugins", "limits", "isolation"):
             value = getattr(self.options, name)
             if value != getattr(defaults, name):
                 parts.append(f"{name}={dict(value) if name == 'env' else value!r}")
@@ -465,6 +480,7 @@ def hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
+    isolation: str = "inprocess",
 ) -> HiddenTests:
     """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.
 
@@ -479,5 +495,6 @@ def hidden_tests(
         pythonpath=pythonpath,
         plugins=plugins,
         limits=limits,
+        isolation=isolation,
     )
     return HiddenTests(_resolve_tests(tests), options)
