@@ -46,7 +46,7 @@ import time
 import traceback
 import types
 import weakref
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -710,7 +710,7 @@ class Connection:
         except BaseException:
             args = tuple(_safe_text(a) for a in exc.args)
         tb = "".join(traceback.format_exception(exc))[-_TEXT_CHARS:]
-        return (builtin, args, _safe_text(exc), tb, self._judge_ref(exc))
+        return (builtin, args, _safe_text(exc), tb, exc)
 
     def _raise_error(self, error: Any) -> BaseException:
         if type(error) is not tuple or len(error) != 5:
@@ -776,8 +776,28 @@ _LOCAL = frozenset(
 )  # fmt: skip
 
 
+class _RemoteNamespace(Mapping[str, Any]):
+    """A workspace module's ``__dict__``, read in the subject entry by entry."""
+
+    def __init__(self, module: ProxyModule) -> None:
+        self._module = module
+
+    def __getitem__(self, name: str) -> Any:
+        return _conn().request("lookup", self._module, name)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(_conn().request("keys", self._module)))
+
+    def __len__(self) -> int:
+        return len(list(self))
+
+
 class ProxyModule(types.ModuleType):
     """A workspace module: its attributes live in the subject."""
+
+    @property
+    def __dict__(self) -> Mapping[str, Any]:  # type: ignore[override]
+        return _RemoteNamespace(self)
 
     def __init__(self, name: str, number: int, is_package: bool) -> None:
         super().__init__(name)

@@ -73,6 +73,14 @@ def _public(module: Any) -> list[str]:
     return [str(name) for name in names]
 
 
+def _lookup(obj: Any, name: str) -> Any:
+    return vars(obj)[name]
+
+
+def _keys(obj: Any) -> list[str]:
+    return [str(name) for name in vars(obj)]
+
+
 def _isinstance(obj: Any, cls: Any) -> bool:
     return isinstance(obj, cls)
 
@@ -82,6 +90,7 @@ OPS: dict[str, Any] = {
     "call": _call, "callmethod": _call_method, "dir": _dir, "public": _public,
     "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,
     "hash": hash, "bool": bool, "isinstance": _isinstance,
+    "lookup": _lookup, "keys": _keys,
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
     "gt": operator.gt, "ge": operator.ge, "contains": operator.contains,
     "getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem,
