@@ -84,6 +84,15 @@ def _not_dumpable() -> None:
         return
 
 
+def _conversation_s(timeout: float) -> float:
+    """How long the subject may take in all: the verdict's timeout, less time to report.
+
+    A subject that hangs then fails its test with the reason, and the run still
+    finishes before the parent's own timeout kills everything.
+    """
+    return timeout - min(2.0, 0.2 * timeout)
+
+
 def main() -> int:
     """Judge the hidden tests as the parent's settings say; return pytest's exit code."""
     started = time.monotonic()
@@ -109,7 +118,7 @@ def main() -> int:
             cwd=subject["cwd"],
             sources=sources,
             pythonpath=settings["pythonpath"],
-            deadline=started + float(subject["timeout"]),
+            deadline=started + _conversation_s(float(subject["timeout"])),
         )
     except OSError as exc:
         channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")

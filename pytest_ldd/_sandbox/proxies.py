@@ -67,7 +67,7 @@ __all__ = [
 ]
 
 # Bytes the subject may send over the whole run before it counts as flooding.
-BUDGET_BYTES = 1024 * 1024 * 1024
+BUDGET_BYTES = 512 * 1024 * 1024
 _TEXT_CHARS = 20_000
 _HELLO_S = 30.0
 
@@ -726,6 +726,12 @@ class Connection:
             msg = f"an error report whose class is not an exception ({type(cls).__name__})"
             raise wire.WireError(msg)
         exc: BaseException
+        if issubclass(cls, _PROCESS_CONTROL):
+            # These steer the process that raises them: here they would end or abort
+            # the judge's session, so the test that met them fails instead.
+            reason = f"workspace code raised {cls.__name__}{args!r:.200}"
+            self.failures.append(reason)
+            return SubjectError(f"process isolation: {reason}")
         if "_ldd_id" in cls.__dict__:
             exc = cls.__new__(cls)
             exc.args = args
@@ -740,6 +746,9 @@ class Connection:
                 exc.args = args
         exc.__cause__ = RemoteTraceback(f"in the subject process:\n{tb[-_TEXT_CHARS:]}")
         return exc
+
+
+_PROCESS_CONTROL = (SystemExit, KeyboardInterrupt)
 
 
 def _safe_text(obj: Any) -> str:
