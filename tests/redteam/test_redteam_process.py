@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from test_redteam import CASES, Case, _fill
 
 from pytest_ldd.sandbox import Limits, run_hidden_tests
-
-from test_redteam import CASES, Case, _fill
 
 if sys.version_info >= (3, 11):
     import tomllib
