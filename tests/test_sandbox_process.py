@@ -24,7 +24,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_ldd._sandbox import proxies, subject, wire
-from pytest_ldd.errors import SandboxError
+from pytest_ldd.agents import Episode, resolve_checker
+from pytest_ldd.agents.corpus import grade
+from pytest_ldd.config import load_config
+from pytest_ldd.errors import InvalidSpecError, SandboxError
 from pytest_ldd.sandbox import HiddenTests, Verdict, hidden_tests, run_hidden_tests
 
 SHAPES = Path(__file__).parent / "process_shapes"
@@ -331,3 +334,81 @@ def test_callbacks_are_re_entrant_and_judge_exceptions_come_back_as_themselves(
     )
     verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
     assert verdict.passed, verdict.output_tail[-3000:]
+
+
+# -- configuration -------------------------------------------------------------------
+
+# Which isolation ran: the subject never imports pytest, the in-process child always has.
+WHICH = (
+    "import sys\n\n\n"
+    "def mode():\n    return 'inprocess' if '_pytest' in sys.modules else 'process'\n"
+)
+
+
+def _which_task(root: Path, want: str) -> SimpleNamespace:
+    _write(root / "ws", {"which.py": WHICH})
+    _write(
+        root / "hidden",
+        {
+            "test_which.py": (
+                f"import which\n\n\ndef test_mode():\n    assert which.mode() == {want!r}\n"
+            )
+        },
+    )
+    return SimpleNamespace(ws=root / "ws", hidden=root / "hidden")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_isolation_asked_for_is_the_one_that_runs(tmp_path: Path, mode: str) -> None:
+    which = _which_task(tmp_path, mode)
+    assert run_hidden_tests(which.ws, which.hidden, isolation=mode).passed
+
+
+def test_agents_config_takes_an_isolation_and_names_a_bad_one(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ldd.agents]\ncheck = "hidden_tests:hidden/"\nisolation = "process"\n'
+    )
+    assert load_config(tmp_path).agents.isolation == "process"
+    (tmp_path / "pyproject.toml").write_text('[tool.ldd.agents]\nisolation = "threads"\n')
+    with pytest.raises(
+        InvalidSpecError, match=r"'tool.ldd.agents.isolation'.*'process' or 'inprocess'.*'threads'"
+    ):
+        load_config(tmp_path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grading_passes_the_isolation_to_the_sandbox(tmp_path: Path, mode: str) -> None:
+    which = _which_task(tmp_path, mode)
+    episode = Episode("which", workspace=str(which.ws))
+    graded = grade(episode, None, check=f"hidden_tests:{which.hidden}", isolation=mode)
+    assert graded.success, graded.detail
+    in_spec = grade(episode, None, check=f"hidden_tests[isolation={mode}]:{which.hidden}")
+    assert in_spec.success, in_spec.detail
+
+
+def test_a_bad_isolation_in_the_spec_is_named(tmp_path: Path) -> None:
+    which = _which_task(tmp_path, "process")
+    with pytest.raises(SandboxError, match="'isolation'"):
+        resolve_checker(f"hidden_tests[isolation=threads]:{which.hidden}")
+
+
+def test_the_agents_config_isolation_reaches_the_marker_checker(
+    pytester: pytest.Pytester,
+) -> None:
+    which = _which_task(pytester.path, "process")
+    pytester.makepyprojecttoml(
+        '[tool.ldd.agents]\ncheck = "hidden_tests:hidden/"\nisolation = "process"\n'
+    )
+    pytester.makepyfile(
+        test_agent=f"""
+        import pytest
+        from pytest_ldd.agents import Episode
+
+        @pytest.mark.metric("task_success", kind="bounded", description="solved")
+        def test_episode(ldd):
+            scores = ldd.episode(Episode("which", workspace={str(which.ws)!r}))
+            assert scores["task_success"].value == 1.0, scores["task_success"].detail
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_agent.py")
+    result.assert_outcomes(passed=1)
