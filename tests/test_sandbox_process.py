@@ -14,6 +14,7 @@ import decimal
 import fractions
 import math
 import pathlib
+import sys
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -412,3 +413,35 @@ def test_the_agents_config_isolation_reaches_the_marker_checker(
     )
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_agent.py")
     result.assert_outcomes(passed=1)
+
+
+# -- the demo's tasks ----------------------------------------------------------------
+
+DEMO = Path(__file__).resolve().parent.parent / "pytest_ldd" / "demo" / "project"
+
+
+def _demo_agent() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_demo_agent_for_tests", DEMO / "demo_agent.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("task", ["slugify", "fizzbuzz", "parse_duration", "merge_intervals"])
+def test_the_demo_tasks_agree_in_both_isolations(tmp_path: Path, task: str) -> None:
+    agent = _demo_agent()
+    for draft, text in agent.DRAFTS[task].items():
+        workspace = tmp_path / draft
+        workspace.mkdir()
+        (workspace / f"{task}.py").write_text(text, encoding="utf-8")
+        verdicts = {
+            mode: run_hidden_tests(workspace, DEMO / "hidden" / task, isolation=mode)
+            for mode in MODES
+        }
+        assert verdicts["process"].passed is (draft == "good"), verdicts["process"].reason
+        assert dict(verdicts["process"].outcomes) == dict(verdicts["inprocess"].outcomes)
