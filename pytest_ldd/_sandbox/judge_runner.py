@@ -52,10 +52,13 @@ def _refuse_bytecode(root: str) -> None:
     from importlib import machinery
 
     original = machinery.SourceFileLoader.get_data
-    inside = os.path.realpath(root) + os.sep
+    # The staged folders hold no symlinks (the hidden tests are copied as files), so
+    # the path of a bytecode file there starts with the folder's path as given or
+    # resolved.
+    inside = (os.path.abspath(root) + os.sep, os.path.realpath(root) + os.sep)
 
     def get_data(self: Any, path: str) -> bytes:
-        if path.endswith(_BYTECODE) and os.path.realpath(path).startswith(inside):
+        if path.endswith(_BYTECODE) and os.path.abspath(path).startswith(inside):
             msg = f"bytecode in the sandbox is never read: {path}"
             raise OSError(msg)
         return original(self, path)
@@ -73,7 +76,8 @@ def _refuse_rewrite_cache(pytest: Any) -> None:
 
 
 def _not_dumpable() -> None:
-    if not sys.platform.startswith("linux"):
+    # Root bypasses the protection (CAP_SYS_PTRACE): there, only OS isolation helps.
+    if not sys.platform.startswith("linux") or os.geteuid() == 0:
         return
     try:
         import ctypes
