@@ -445,3 +445,145 @@ def test_the_demo_tasks_agree_in_both_isolations(tmp_path: Path, task: str) -> N
         }
         assert verdicts["process"].passed is (draft == "good"), verdicts["process"].reason
         assert dict(verdicts["process"].outcomes) == dict(verdicts["inprocess"].outcomes)
+
+
+# -- the subject's interpreter -------------------------------------------------------
+
+
+def test_the_python_wrapper_applies_to_the_subject_alone(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {"where.py": "import os\n\n\ndef wrapped():\n    return os.environ.get('LDD_WRAPPED')\n"},
+    )
+    _write(
+        task.hidden,
+        {
+            "test_where.py": (
+                "import os\nimport where\n\n\n"
+                "def test_subject_is_wrapped():\n    assert where.wrapped() == 'yes'\n\n\n"
+                "def test_judge_is_not():\n    assert 'LDD_WRAPPED' not in os.environ\n"
+            )
+        },
+    )
+    wrapper = ["/usr/bin/env", "LDD_WRAPPED=yes", sys.executable]
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process", python=wrapper)
+    assert verdict.passed, verdict.output_tail[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("python", "fragment"),
+    [
+        ("/no/such/python", "the subject interpreter cannot start"),
+        (["/bin/sh", "-c", "exit 0", "sh"], "the subject process did not start"),
+    ],
+)
+def test_a_subject_interpreter_that_cannot_serve_is_a_setup_error(
+    task: SimpleNamespace, python: Any, fragment: str
+) -> None:
+    _write(task.ws, {"m.py": "X = 1\n"})
+    _write(task.hidden, {"test_m.py": "import m\n\n\ndef test_m():\n    assert m.X == 1\n"})
+    with pytest.raises(SandboxError, match=fragment):
+        run_hidden_tests(task.ws, task.hidden, isolation="process", python=python)
+
+
+# -- proxies, up close ---------------------------------------------------------------
+
+
+@pytest.fixture
+def connected(tmp_path: Path) -> Any:
+    """A subject serving ``tmp_path/ws`` to this process, the judge's side installed."""
+    import time
+
+    ws = _write(
+        tmp_path / "ws",
+        {
+            "things.py": (
+                "class Box:\n"
+                "    def __init__(self, items):\n        self.items = list(items)\n"
+                "    def __len__(self):\n        return len(self.items)\n"
+                "    def __iter__(self):\n        return iter(self.items)\n"
+                "    def __eq__(self, other):\n"
+                "        return isinstance(other, Box) and other.items == self.items\n\n\n"
+                "class Plain:\n    pass\n\n\n"
+                "SHARED = Plain()\n\n\n"
+                "def same():\n    return SHARED\n\n\n"
+                "def live():\n    import gc\n    return len(gc.get_referrers(Plain))\n"
+            )
+        },
+    )
+    here = Path(proxies.__file__).parent
+    connection = proxies.Connection.start(
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        cwd=str(ws),
+        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
+        pythonpath=[str(ws)],
+        deadline=time.monotonic() + 60,
+    )
+    assert connection.hello() is None
+    finder = proxies.WorkspaceFinder([str(ws)])
+    previous = proxies._CONNECTION
+    proxies._CONNECTION = connection
+    sys.meta_path.append(finder)
+    try:
+        yield connection
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop("things", None)
+        proxies._CONNECTION = previous
+        connection.close()
+
+
+def test_a_proxy_has_exactly_the_special_methods_of_its_remote_type(connected: Any) -> None:
+    import collections.abc
+
+    import things  # type: ignore[import-not-found]
+
+    box = things.Box([3, 1])
+    plain = things.Plain()
+    assert len(box) == 2
+    assert sorted(box) == [1, 3]
+    assert isinstance(box, collections.abc.Sized)
+    assert not isinstance(plain, collections.abc.Sized)
+    assert not callable(plain)
+    assert callable(things.Box)
+    assert box == things.Box([3, 1])
+    assert box != things.Box([])
+    assert type(box).__hash__ is None  # __eq__ without __hash__: unhashable, as remotely
+    with pytest.raises(TypeError):
+        len(plain)
+    assert isinstance(box, things.Box)
+    assert not isinstance(plain, things.Box)
+    assert not isinstance(3, things.Box)
+
+
+def test_the_same_remote_object_is_the_same_proxy(connected: Any) -> None:
+    import things
+
+    assert things.same() is things.same()
+    assert things.Box is things.Box
+
+
+def test_a_judge_object_that_cannot_cross_makes_comparisons_fall_back(connected: Any) -> None:
+    import things
+
+    class Local:
+        pass
+
+    box = things.Box([])
+    assert (box == Local()) is False
+    with pytest.raises(proxies.IsolationError, match="cannot pass a judge object"):
+        things.Box(Local())
+
+
+def test_released_handles_are_dropped_by_the_subject(connected: Any) -> None:
+    import gc
+
+    import things
+
+    before = things.live()
+    made = [things.Plain() for _ in range(20)]
+    assert things.live() >= before
+    del made
+    gc.collect()
+    things.live()  # carries the releases
+    assert things.live() <= before + 1

@@ -109,6 +109,14 @@ OPS: dict[str, Any] = {
 }  # fmt: skip
 
 
+def _defined(cls: type, name: str) -> bool:
+    """Whether instances of ``cls`` have the special method (its MRO, not its metaclass)."""
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        if name in klass.__dict__:
+            return klass.__dict__[name] is not None
+    return False
+
+
 class JudgeFunction:
     """A callable of the judge's: calling it asks the judge; nothing else about it is known."""
 
@@ -193,8 +201,8 @@ class Subject:
             bases = tuple(self.handle(base) for base in klass.__bases__)
             name = klass.__name__
             builtin = name if getattr(builtins, name, None) is klass else None
-            special = tuple(n for n in SPECIAL if getattr(klass, n, None) is not None)
-            hashable = getattr(klass, "__hash__", None) is not None
+            special = tuple(n for n in SPECIAL if _defined(klass, n))
+            hashable = _defined(klass, "__hash__")
             is_exception = issubclass(klass, BaseException)
             records.append(
                 (
