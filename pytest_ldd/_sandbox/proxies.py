@@ -412,6 +412,7 @@ class Connection:
             wait=self._wait,
             budget=BUDGET_BYTES,
         )
+        self.peer.on_output = _printed
 
     @classmethod
     def start(
@@ -749,6 +750,12 @@ class Connection:
 
 
 _PROCESS_CONTROL = (SystemExit, KeyboardInterrupt)
+
+
+def _printed(stream: int, text: str) -> None:
+    """What workspace code printed, written where the test's own prints go (capture)."""
+    target = sys.stdout if stream == 1 else sys.stderr
+    target.write(text)
 
 
 def _safe_text(obj: Any) -> str:

@@ -270,6 +270,46 @@ class Subject:
         return exc
 
 
+class Printed:
+    """``sys.stdout`` / ``sys.stderr`` of the subject: text goes to the judge's test.
+
+    It travels before the subject's next message; past ``_FLUSH_CHARS`` it is written
+    to the run's output instead, so a flood cannot pile up here.
+    """
+
+    encoding = "utf-8"
+    errors = "strict"
+
+    def __init__(self, peer: Any, stream: int) -> None:
+        self._peer = peer
+        self._stream = stream
+        self._fd = stream
+
+    def write(self, text: str) -> int:
+        text = str(text)
+        pending = sum(len(t) for _, t in self._peer.outbox)
+        if pending + len(text) > _FLUSH_CHARS:
+            os.write(2, text.encode("utf-8", "replace"))
+        else:
+            self._peer.outbox.append((self._stream, text))
+        return len(text)
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+    def fileno(self) -> int:
+        return 2
+
+    def writable(self) -> bool:
+        return True
+
+
+_FLUSH_CHARS = 4 * 1024 * 1024
+
+
 def main(settings: dict[str, Any]) -> None:
     """Serve the judge until it closes the pipe."""
     read_fd, write_fd = os.dup(0), os.dup(1)
@@ -281,6 +321,8 @@ def main(settings: dict[str, Any]) -> None:
         sys.path.insert(0, str(path))
     sys.argv = [""]
     subject = Subject(read_fd, write_fd)
+    sys.stdout = Printed(subject.peer, 1)
+    sys.stderr = Printed(subject.peer, 2)
     subject.peer.send(("r", -1, ("hello", os.getpid())))
     while True:
         try:

@@ -474,7 +474,9 @@ class Peer:
     """One side of the conversation: framed messages over a pipe pair, re-entrant requests.
 
     A message is a 4-byte length and an encoded tuple: ``("q", seq, op, args, released)``
-    asks, ``("r", seq, value)`` answers, ``("e", seq, error)`` reports an exception.
+    asks, ``("r", seq, value)`` answers, ``("e", seq, error)`` reports an exception,
+    ``("o", 1 or 2, text)`` carries what the served code printed (sent before the next
+    message, so it reaches the test that caused it).
     While a request waits for its answer the other side may ask requests of its own
     (callbacks); they are served in place, nested at most ``max_nesting`` deep.
     ``serve(op, args)`` answers them; ``fail(exc)`` turns an exception into the error
@@ -514,6 +516,9 @@ class Peer:
         self._nesting = 0
         self.received = 0
         self.released: list[Any] = []
+        # Printed text to send before the next message, as (1 or 2, text) pairs.
+        self.outbox: list[tuple[int, str]] = []
+        self.on_output: Callable[[int, str], None] | None = None
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Encode and write one message whole."""
@@ -553,7 +558,7 @@ class Peer:
         if (
             type(message) is not tuple
             or len(message) < 3
-            or message[0] not in ("q", "r", "e")
+            or message[0] not in ("q", "r", "e", "o")
             or type(message[1]) is not int
             or (message[0] == "q" and (len(message) != 5 or type(message[2]) is not str))
             or (message[0] != "q" and len(message) != 3)
@@ -572,6 +577,9 @@ class Peer:
             message = self.receive()
             if message[0] == "q":
                 self.serve_one(message)
+                continue
+            if message[0] == "o":
+                self._output(message)
                 continue
             if message[1] != seq:
                 msg = f"an answer to request {message[1]} arrived while {seq} was pending"
@@ -605,7 +613,17 @@ class Peer:
             return self.encoder.encode(("e", seq, self._fail(fallback)))
 
     def _send_body(self, body: bytes) -> None:
-        data = memoryview(_FRAME.pack(len(body)) + body)
+        if self.outbox:  # what the served code printed goes first, in order
+            pending, self.outbox = self.outbox, []
+            frames = b"".join(
+                _FRAME.pack(len(chunk)) + chunk
+                for chunk in (self.encoder.encode(("o", stream, text)) for stream, text in pending)
+            )
+            self._write(frames)
+        self._write(_FRAME.pack(len(body)) + body)
+
+    def _write(self, frames: bytes) -> None:
+        data = memoryview(frames)
         while data:
             if self._wait is not None:
                 self._wait(self.write_fd, True)
@@ -617,6 +635,14 @@ class Peer:
                 msg = f"the other side stopped reading ({exc.strerror})"
                 raise PeerClosed(msg) from None
             data = data[written:]
+
+    def _output(self, message: tuple[Any, ...]) -> None:
+        _, stream, text = message
+        if stream not in (1, 2) or type(text) is not str:
+            msg = f"a malformed output message: {message!r:.100}"
+            raise WireError(msg)
+        if self.on_output is not None:
+            self.on_output(stream, text)
 
     def on_released(self, released: Any) -> None:
         """Handles the other side no longer needs (overridden by the side that owns objects)."""

@@ -69,3 +69,7 @@ class Stack:
 
     def __len__(self):
         return len(self._items)
+
+
+def greet(name):
+    print(f"hello {name}")

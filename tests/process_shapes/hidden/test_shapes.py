@@ -98,3 +98,8 @@ def test_namedtuple_result():
     point = solution.origin()
     assert point == (0, 0)
     assert point.x == 0
+
+
+def test_printed_output(capsys):
+    solution.greet("ada")
+    assert capsys.readouterr().out == "hello ada\n"

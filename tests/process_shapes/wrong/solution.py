@@ -66,3 +66,7 @@ class Stack:
 
     def __len__(self):
         return 0
+
+
+def greet(name):
+    print("hello")
