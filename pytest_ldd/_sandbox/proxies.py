@@ -208,8 +208,35 @@ def _reflected(op: str) -> Any:
     return method
 
 
-def _call(self: Proxy, *args: Any, **kwargs: Any) -> Any:
-    return _conn().request("call", self, args, kwargs)
+_MUTABLE = (list, dict, set)
+
+
+def _call(self: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call remotely; lists, dicts and sets passed as arguments get the callee's changes.
+
+    The containers cross as copies, so a workspace function that sorts or fills its
+    argument in place would otherwise change only its copy.
+    """
+    positions = tuple(i for i, arg in enumerate(args) if type(arg) in _MUTABLE)
+    names = tuple(name for name, arg in kwargs.items() if type(arg) in _MUTABLE)
+    if not positions and not names:
+        return _conn().request("call", self, args, kwargs)
+    result, states = _conn().request("callsync", self, args, kwargs, positions, names)
+    given = [args[i] for i in positions] + [kwargs[name] for name in names]
+    if type(states) is not tuple or len(states) != len(given):
+        msg = "the subject answered a call with arguments of the wrong shape"
+        raise SubjectError(msg)
+    for original, state in zip(given, states, strict=True):
+        if type(state) is not type(original):
+            msg = "the subject changed the type of an argument"
+            raise SubjectError(msg)
+        if state != original:
+            if type(original) is list:
+                original[:] = state
+            else:
+                original.clear()
+                original.update(state)
+    return result
 
 
 def _len(self: Proxy) -> int:
@@ -287,7 +314,7 @@ class RemoteClass(Proxy):
     __slots__ = ()
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _conn().request("call", self, args, kwargs)
+        return _call(self, *args, **kwargs)
 
     def __instancecheck__(self, obj: Any) -> bool:
         mro = getattr(type(obj), "_ldd_mro", None)

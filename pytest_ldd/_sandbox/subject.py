@@ -54,6 +54,17 @@ def _call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return function(*args, **kwargs)
 
 
+def _call_sync(
+    function: Any,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    positions: tuple[int, ...],
+    names: tuple[str, ...],
+) -> Any:
+    result = function(*args, **kwargs)
+    return result, tuple(args[i] for i in positions) + tuple(kwargs[n] for n in names)
+
+
 def _call_method(obj: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return getattr(obj, name)(*args, **kwargs)
 
@@ -87,7 +98,8 @@ def _isinstance(obj: Any, cls: Any) -> bool:
 
 OPS: dict[str, Any] = {
     "import": _import, "getattr": getattr, "setattr": setattr, "delattr": delattr,
-    "call": _call, "callmethod": _call_method, "dir": _dir, "public": _public,
+    "call": _call, "callsync": _call_sync, "callmethod": _call_method,
+    "dir": _dir, "public": _public,
     "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,
     "hash": hash, "bool": bool, "isinstance": _isinstance,
     "lookup": _lookup, "keys": _keys,

@@ -73,3 +73,8 @@ class Stack:
 
 def greet(name):
     print(f"hello {name}")
+
+
+def sort_in_place(nums, seen):
+    nums.sort()
+    seen["count"] = len(nums)

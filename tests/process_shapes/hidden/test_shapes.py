@@ -103,3 +103,11 @@ def test_namedtuple_result():
 def test_printed_output(capsys):
     solution.greet("ada")
     assert capsys.readouterr().out == "hello ada\n"
+
+
+def test_argument_changed_in_place():
+    nums = [3, 1, 2]
+    seen = {}
+    solution.sort_in_place(nums, seen=seen)
+    assert nums == [1, 2, 3]
+    assert seen == {"count": 3}

@@ -70,3 +70,8 @@ class Stack:
 
 def greet(name):
     print("hello")
+
+
+def sort_in_place(nums, seen):
+    nums = sorted(nums)
+    seen["count"] = 0
