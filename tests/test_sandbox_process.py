@@ -507,7 +507,10 @@ def connected(tmp_path: Path) -> Any:
                 "class Plain:\n    pass\n\n\n"
                 "SHARED = Plain()\n\n\n"
                 "def same():\n    return SHARED\n\n\n"
-                "def live():\n    import gc\n    return len(gc.get_referrers(Plain))\n"
+                "def live():\n    import gc\n    return len(gc.get_referrers(Plain))\n\n\n"
+                "class Oops(ValueError):\n    pass\n\n\n"
+                "def identity(value):\n    return value\n\n\n"
+                "def is_oops(value):\n    return value is Oops\n"
             )
         },
     )
@@ -561,6 +564,11 @@ def test_the_same_remote_object_is_the_same_proxy(connected: Any) -> None:
 
     assert things.same() is things.same()
     assert things.Box is things.Box
+    assert things.identity(things.Box) is things.Box
+    assert things.identity(things.Oops) is things.Oops
+    assert things.is_oops(things.Oops)  # the subject gets its own class back, not a stand-in
+    assert issubclass(things.Oops, ValueError)
+    assert things.identity(ValueError) is ValueError
 
 
 def test_a_judge_object_that_cannot_cross_makes_comparisons_fall_back(connected: Any) -> None:

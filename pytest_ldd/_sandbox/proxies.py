@@ -164,8 +164,7 @@ class Proxy:
     def __hash__(self) -> int:
         value = _conn().request("hash", self)
         if type(value) is not int:
-            msg = f"the subject answered hash() with {type(value).__name__}"
-            raise SubjectError(msg)
+            raise _conn().protocol(f"the subject answered hash() with {type(value).__name__}")
         return value
 
     def __del__(self) -> None:
@@ -221,15 +220,16 @@ def _call(self: Any, *args: Any, **kwargs: Any) -> Any:
     names = tuple(name for name, arg in kwargs.items() if type(arg) in _MUTABLE)
     if not positions and not names:
         return _conn().request("call", self, args, kwargs)
-    result, states = _conn().request("callsync", self, args, kwargs, positions, names)
+    answer = _conn().request("callsync", self, args, kwargs, positions, names)
     given = [args[i] for i in positions] + [kwargs[name] for name in names]
-    if type(states) is not tuple or len(states) != len(given):
-        msg = "the subject answered a call with arguments of the wrong shape"
-        raise SubjectError(msg)
+    if type(answer) is not tuple or len(answer) != 2 or type(answer[1]) is not tuple:
+        raise _conn().protocol("the subject answered a call in the wrong shape")
+    result, states = answer
+    if len(states) != len(given):
+        raise _conn().protocol("the subject answered a call with the wrong arguments")
     for original, state in zip(given, states, strict=True):
         if type(state) is not type(original):
-            msg = "the subject changed the type of an argument"
-            raise SubjectError(msg)
+            raise _conn().protocol("the subject changed the type of an argument")
         if state != original:
             if type(original) is list:
                 original[:] = state
@@ -242,8 +242,7 @@ def _call(self: Any, *args: Any, **kwargs: Any) -> Any:
 def _len(self: Proxy) -> int:
     value = _conn().request("len", self)
     if type(value) is not int:
-        msg = f"the subject answered len() with {type(value).__name__}"
-        raise SubjectError(msg)
+        raise _conn().protocol(f"the subject answered len() with {type(value).__name__}")
     return value
 
 
@@ -533,6 +532,10 @@ class Connection:
             self.proc.kill()
             self.proc.wait()
 
+    def protocol(self, reason: str) -> SubjectError:
+        """The error for an answer that breaks the protocol: the subject is ended."""
+        return SubjectError(f"process isolation: {self._break(reason)}")
+
     def released(self, number: int) -> None:
         self.pending_release.add(number)
 
@@ -563,8 +566,12 @@ class Connection:
     def _reference(self, obj: Any) -> tuple[bytes, Any]:
         if isinstance(obj, (Proxy, ProxyModule)):
             return b"H", object.__getattribute__(obj, "_ldd_id")
-        own = getattr(type(obj), "__dict__", {}).get("_ldd_id") if isinstance(obj, type) else None
-        if type(own) is int:
+        own = (
+            type.__dict__["__dict__"].__get__(obj).get("_ldd_id")
+            if isinstance(obj, type)
+            else None
+        )
+        if type(own) is int:  # a judge-side stand-in of a workspace exception class
             return b"H", own
         if isinstance(obj, BaseException):
             ref = obj.__dict__.get("_ldd_ref") if hasattr(obj, "__dict__") else None

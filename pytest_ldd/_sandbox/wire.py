@@ -598,7 +598,8 @@ class Peer:
         try:
             try:
                 self.on_released(released)
-                body = self.encoder.encode(("r", seq, self._serve(op, args)))
+                value = self._serve(op, args)
+                body = self.encoder.encode(("r", seq, value))
             except BaseException as exc:
                 body = self._error_body(seq, exc)
             self._send_body(body)

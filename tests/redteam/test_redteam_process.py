@@ -147,6 +147,7 @@ HOSTILE_REASONS = {
     "stall": "did not answer",
     "flood": "flooding",
     "crafted_callbacks": "never given",
+    "bad_sync": "wrong arguments",
 }
 
 

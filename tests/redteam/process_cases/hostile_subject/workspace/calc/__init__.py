@@ -106,6 +106,8 @@ def sort_by(items, key):
         body = _peer().encoder.encode(callback)
         for _ in range(25):
             _raw(_frame(body))
+    if ATTACK == "bad_sync":  # the items argument "changed" into three lists
+        _forge_next_answer(lambda seq: ("r", seq, ([3, 2, 1], ([], [], []))))
     if ATTACK != "crafted_callbacks":
         return sorted(items)
     peer = _peer()
