@@ -60,6 +60,8 @@ class ProcessCase:
     max_seconds: float = 40.0
     variant: str = ""
     variants: tuple[str, ...] = ()
+    # A variant's own timeout, where it needs more time than the others.
+    timeouts: dict[str, float] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -98,8 +100,9 @@ def _id(case: ProcessCase) -> str:
 @pytest.mark.parametrize("case", PROCESS, ids=_id)
 def test_process_isolation_closes_the_attack(case: ProcessCase) -> None:
     started = time.monotonic()
+    timeout = case.timeouts.get(case.variant, case.timeout)
     verdict = run_hidden_tests(
-        case.workspace, case.hidden, timeout=case.timeout, env=case.env, isolation="process"
+        case.workspace, case.hidden, timeout=timeout, env=case.env, isolation="process"
     )
     elapsed = time.monotonic() - started
     assert verdict.passed is case.expect_passed, (
@@ -111,7 +114,7 @@ def test_process_isolation_closes_the_attack(case: ProcessCase) -> None:
         # the test the subject attacked fails with the reason; the others are unharmed
         assert HOSTILE_REASONS[case.variant] in verdict.output_tail, verdict.output_tail[-3000:]
         assert verdict.outcomes.get("test_calc.py::test_add") == "passed"
-    assert elapsed < case.max_seconds
+    assert elapsed < max(case.max_seconds, 2 * timeout)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
@@ -185,9 +188,11 @@ def test_every_process_case_is_in_the_security_doc() -> None:
 
 
 def test_no_process_case_code_was_loaded_into_this_process() -> None:
+    ours = PROCESS_CASES / "conftest.py"  # keeps pytest from collecting the cases
     loaded = [
         name
         for name, module in list(sys.modules.items())
-        if Path(getattr(module, "__file__", None) or "/").resolve().is_relative_to(PROCESS_CASES)
+        if (path := Path(getattr(module, "__file__", None) or "/").resolve()) != ours
+        and path.is_relative_to(PROCESS_CASES)
     ]
     assert loaded == []
