@@ -571,6 +571,21 @@ def test_the_same_remote_object_is_the_same_proxy(connected: Any) -> None:
     assert things.identity(ValueError) is ValueError
 
 
+def test_copies_are_made_in_the_subject_and_pickling_is_refused(connected: Any) -> None:
+    import copy
+    import pickle
+
+    import things
+
+    box = things.Box([1, [2]])
+    twin = copy.deepcopy(box)
+    assert twin is not box
+    assert twin == box
+    assert copy.copy(box) == box
+    with pytest.raises(proxies.IsolationError, match="cannot pickle the workspace object Box"):
+        pickle.dumps(box)
+
+
 def test_a_judge_object_that_cannot_cross_makes_comparisons_fall_back(connected: Any) -> None:
     import things
 

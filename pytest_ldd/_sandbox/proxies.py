@@ -167,6 +167,19 @@ class Proxy:
             raise _conn().protocol(f"the subject answered hash() with {type(value).__name__}")
         return value
 
+    def __copy__(self) -> Any:
+        return _conn().request("copy", self)
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return _conn().request("deepcopy", self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        msg = (
+            f"isolation='process' cannot pickle the workspace object {self._ldd_name}: it"
+            " lives in the subject process; use isolation='inprocess'"
+        )
+        raise IsolationError(msg)
+
     def __del__(self) -> None:
         connection = _CONNECTION
         if connection is not None and not connection.broken:
@@ -543,6 +556,7 @@ class Connection:
         """One request to the subject; its answer, or its exception raised here."""
         if self.broken is not None:
             msg = f"process isolation: the subject is gone: {self.broken}"
+            self.failures.append(msg)  # this test fails too, whatever it catches
             raise SubjectError(msg)
         with self.lock:
             if self.pending_release:

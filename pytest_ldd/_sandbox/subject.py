@@ -21,6 +21,7 @@ file only has to make honest workspaces work.
 from __future__ import annotations
 
 import builtins
+import copy
 import importlib
 import operator
 import os
@@ -102,7 +103,7 @@ OPS: dict[str, Any] = {
     "dir": _dir, "public": _public,
     "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,
     "hash": hash, "bool": bool, "isinstance": _isinstance,
-    "lookup": _lookup, "keys": _keys,
+    "lookup": _lookup, "keys": _keys, "copy": copy.copy, "deepcopy": copy.deepcopy,
     "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
     "gt": operator.gt, "ge": operator.ge, "contains": operator.contains,
     "getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem,
