@@ -564,6 +564,8 @@ def test_the_same_remote_object_is_the_same_proxy(connected: Any) -> None:
 
     assert things.same() is things.same()
     assert things.Box is things.Box
+    assert things.__file__.endswith("things.py")
+    assert not hasattr(things, "__path__")
     assert things.identity(things.Box) is things.Box
     assert things.identity(things.Oops) is things.Oops
     assert things.is_oops(things.Oops)  # the subject gets its own class back, not a stand-in

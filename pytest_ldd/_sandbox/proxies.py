@@ -840,6 +840,9 @@ _LOCAL = frozenset(
 )  # fmt: skip
 
 
+_READ_REMOTELY = frozenset(("__file__", "__cached__"))
+
+
 class _RemoteNamespace(Mapping[str, Any]):
     """A workspace module's ``__dict__``, read in the subject entry by entry."""
 
@@ -870,7 +873,9 @@ class ProxyModule(types.ModuleType):
             object.__setattr__(self, "__path__", [])
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("_ldd_") or name in _LOCAL:
+        # __path__ above all stays local: the subject's folders must never reach the
+        # judge's import system.  __file__ is read remotely (a path is only data).
+        if name.startswith("_ldd_") or (name in _LOCAL and name not in _READ_REMOTELY):
             raise AttributeError(name)
         if name == "__all__":
             try:
