@@ -612,3 +612,25 @@ def test_released_handles_are_dropped_by_the_subject(connected: Any) -> None:
     gc.collect()
     things.live()  # carries the releases
     assert things.live() <= before + 1
+
+
+def test_a_test_that_swallows_the_subjects_death_still_fails(task: SimpleNamespace) -> None:
+    _write(task.ws, {"dies.py": "import os\n\n\ndef die():\n    os._exit(0)\n"})
+    _write(
+        task.hidden,
+        {
+            "test_dies.py": (
+                "import dies\n\n\n"
+                "def test_swallows():\n    try:\n        dies.die()\n"
+                "    except BaseException:\n        pass\n\n\n"
+                "def test_after():\n    try:\n        dies.die()\n"
+                "    except BaseException:\n        pass\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert dict(verdict.outcomes) == {
+        "test_dies.py::test_swallows": "failed",
+        "test_dies.py::test_after": "failed",
+    }
+    assert "process isolation failed during this test" in verdict.output_tail
