@@ -816,10 +816,24 @@ class Connection:
 _PROCESS_CONTROL = (SystemExit, KeyboardInterrupt)
 
 
-def _printed(stream: int, text: str) -> None:
-    """What workspace code printed, written where the test's own prints go (capture)."""
-    target = sys.stdout if stream == 1 else sys.stderr
-    target.write(text)
+def _printed(stream: int, payload: Any) -> None:
+    """What workspace code printed or warned, issued here as the test's own would be.
+
+    Printed text goes where the test's prints go (pytest's capture), a warning through
+    ``warnings.warn_explicit`` (so ``pytest.warns`` and the warning filters see it).
+    """
+    if stream != 3:
+        (sys.stdout if stream == 1 else sys.stderr).write(payload)
+        return
+    import warnings
+
+    category, text, filename, lineno = payload
+    if not (isinstance(category, type) and issubclass(category, Warning)):
+        category = UserWarning
+    if type(text) is not str or type(filename) is not str or type(lineno) is not int:
+        msg = "a malformed warning"
+        raise wire.WireError(msg)
+    warnings.warn_explicit(text, category, filename, lineno)
 
 
 def _safe_text(obj: Any) -> str:

@@ -300,7 +300,7 @@ class Printed:
 
     def write(self, text: str) -> int:
         text = str(text)
-        pending = sum(len(t) for _, t in self._peer.outbox)
+        pending = sum(len(t) for s, t in self._peer.outbox if s != 3)
         if pending + len(text) > _FLUSH_CHARS:
             os.write(2, text.encode("utf-8", "replace"))
         else:
@@ -321,6 +321,27 @@ class Printed:
 
 
 _FLUSH_CHARS = 4 * 1024 * 1024
+_MAX_WARNINGS = 10_000
+
+
+def _forward_warnings(peer: Any) -> None:
+    """Every warning the workspace issues goes to the judge, whose filters decide."""
+    import warnings
+
+    warnings.simplefilter("always")
+
+    def showwarning(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: Any = None,
+        line: str | None = None,
+    ) -> None:
+        if sum(1 for s, _ in peer.outbox if s == 3) < _MAX_WARNINGS:
+            peer.outbox.append((3, (category, str(message), str(filename), int(lineno))))
+
+    warnings.showwarning = showwarning
 
 
 def main(settings: dict[str, Any]) -> None:
@@ -336,6 +357,7 @@ def main(settings: dict[str, Any]) -> None:
     subject = Subject(read_fd, write_fd)
     sys.stdout = Printed(subject.peer, 1)
     sys.stderr = Printed(subject.peer, 2)
+    _forward_warnings(subject.peer)
     subject.peer.send(("r", -1, ("hello", os.getpid())))
     while True:
         try:

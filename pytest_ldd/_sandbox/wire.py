@@ -475,8 +475,9 @@ class Peer:
 
     A message is a 4-byte length and an encoded tuple: ``("q", seq, op, args, released)``
     asks, ``("r", seq, value)`` answers, ``("e", seq, error)`` reports an exception,
-    ``("o", 1 or 2, text)`` carries what the served code printed (sent before the next
-    message, so it reaches the test that caused it).
+    ``("o", 1 or 2, text)`` carries what the served code printed and ``("o", 3,
+    warning)`` a warning it issued (sent before the next message, so they reach the
+    test that caused them).
     While a request waits for its answer the other side may ask requests of its own
     (callbacks); they are served in place, nested at most ``max_nesting`` deep.
     ``serve(op, args)`` answers them; ``fail(exc)`` turns an exception into the error
@@ -516,9 +517,10 @@ class Peer:
         self._nesting = 0
         self.received = 0
         self.released: list[Any] = []
-        # Printed text to send before the next message, as (1 or 2, text) pairs.
-        self.outbox: list[tuple[int, str]] = []
-        self.on_output: Callable[[int, str], None] | None = None
+        # What to send before the next message: (1 or 2, printed text) pairs, and
+        # (3, (category, text, filename, lineno)) for a warning.
+        self.outbox: list[tuple[int, Any]] = []
+        self.on_output: Callable[[int, Any], None] | None = None
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Encode and write one message whole."""
@@ -638,12 +640,14 @@ class Peer:
             data = data[written:]
 
     def _output(self, message: tuple[Any, ...]) -> None:
-        _, stream, text = message
-        if stream not in (1, 2) or type(text) is not str:
+        _, stream, payload = message
+        printed = stream in (1, 2) and type(payload) is str
+        warned = stream == 3 and type(payload) is tuple and len(payload) == 4
+        if not (printed or warned):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:
-            self.on_output(stream, text)
+            self.on_output(stream, payload)
 
     def on_released(self, released: Any) -> None:
         """Handles the other side no longer needs (overridden by the side that owns objects)."""

@@ -78,3 +78,15 @@ def greet(name):
 def sort_in_place(nums, seen):
     nums.sort()
     seen["count"] = len(nums)
+
+
+class SolutionWarning(UserWarning):
+    pass
+
+
+def old_api():
+    import warnings
+
+    warnings.warn("old_api is deprecated", DeprecationWarning, stacklevel=2)
+    warnings.warn("and unloved", SolutionWarning, stacklevel=2)
+    return 1

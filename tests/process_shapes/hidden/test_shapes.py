@@ -111,3 +111,10 @@ def test_argument_changed_in_place():
     solution.sort_in_place(nums, seen=seen)
     assert nums == [1, 2, 3]
     assert seen == {"count": 3}
+
+
+def test_warnings():
+    with pytest.warns(DeprecationWarning, match="old_api is deprecated"):
+        solution.old_api()
+    with pytest.warns(solution.SolutionWarning):
+        solution.old_api()

@@ -75,3 +75,11 @@ def greet(name):
 def sort_in_place(nums, seen):
     nums = sorted(nums)
     seen["count"] = 0
+
+
+class SolutionWarning(UserWarning):
+    pass
+
+
+def old_api():
+    return 1
