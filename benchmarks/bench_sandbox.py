@@ -24,6 +24,7 @@ import json
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -153,5 +154,130 @@ def run(quick: bool) -> dict[str, Any]:
     }
 
 
+# --------------------------------------------------------------- isolation="process"
+
+ISOLATION_TARGET_RATIO = 1.5
+ROUND_TRIP_TARGET_US = 100.0
+CALLS = 200
+_DEMO = Path(__file__).resolve().parent.parent / "pytest_ldd" / "demo" / "project"
+
+_CALLS_TEST = f"""import json
+import os
+import time
+
+from solution import add
+
+
+def test_{CALLS}_calls():
+    times = []
+    for i in range({CALLS}):
+        start = time.perf_counter()
+        result = add(i, 1)
+        times.append(time.perf_counter() - start)
+        assert result == i + 1
+    with open(os.environ["LDD_BENCH_TIMES"], "w", encoding="utf-8") as handle:
+        json.dump(times, handle)
+"""
+
+
+def _demo_workspaces(root: Path) -> list[tuple[Path, Path]]:
+    """The demo's tasks, each with its correct draft written into a workspace."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_bench_demo_agent", _DEMO / "demo_agent.py")
+    assert spec is not None
+    assert spec.loader is not None
+    agent = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = agent
+    spec.loader.exec_module(agent)
+    tasks = []
+    for task in agent.TASKS:
+        workspace = root / "demo" / task
+        workspace.mkdir(parents=True)
+        (workspace / f"{task}.py").write_text(agent.DRAFTS[task]["good"], encoding="utf-8")
+        tasks.append((workspace, _DEMO / "hidden" / task))
+    return tasks
+
+
+def run_isolation(quick: bool) -> dict[str, Any]:
+    """``isolation="process"`` beside ``"inprocess"``: demo verdicts and the round trip.
+
+    - verdict time: grading the demo's four tasks (their correct drafts) one after
+      the other, per isolation; target ``process / inprocess <= 1.5``;
+    - round trip: a generated hidden test calls a workspace function 200 times and
+      times each call in the judge; target: median <= 100 us.
+    """
+    import statistics
+
+    repetitions = 3 if quick else 9
+    with tempfile.TemporaryDirectory(prefix="bench-isolation-") as tmp:
+        root = Path(tmp)
+        tasks = _demo_workspaces(root)
+
+        def demo_arm(isolation: str) -> Callable[[], float]:
+            def measure() -> float:
+                start = time.perf_counter()
+                for workspace, hidden in tasks:
+                    verdict = run_hidden_tests(workspace, hidden, isolation=isolation)
+                    if not verdict.passed:
+                        msg = f"the demo's correct draft must pass: {verdict.reason}"
+                        raise RuntimeError(msg)
+                return time.perf_counter() - start
+
+            return measure
+
+        comparison = interleave(
+            [Arm("process", demo_arm("process")), Arm("inprocess", demo_arm("inprocess"))],
+            repetitions,
+        )
+        workspace, _ = _write_task(root / "calls")
+        hidden = root / "calls" / "hidden_calls"
+        hidden.mkdir()
+        (hidden / "test_calls.py").write_text(_CALLS_TEST, encoding="utf-8")
+        out = root / "times.json"
+        round_trips: list[float] = []
+        for _ in range(repetitions):
+            verdict = run_hidden_tests(
+                workspace, hidden, isolation="process", env={"LDD_BENCH_TIMES": str(out)}
+            )
+            if not verdict.passed:
+                msg = f"the {CALLS}-call hidden test must pass: {verdict.reason}"
+                raise RuntimeError(msg)
+            round_trips += json.loads(out.read_text(encoding="utf-8"))
+    ratio = comparison.ratio("process", "inprocess")
+    median_us = statistics.median(round_trips) * 1e6
+    return {
+        "what": "isolation='process' vs 'inprocess': demo verdict time, per-call round trip",
+        "repetitions": repetitions,
+        "demo_tasks": len(tasks),
+        "demo_process_median_s": comparison.median("process"),
+        "demo_inprocess_median_s": comparison.median("inprocess"),
+        "ratio": ratio,
+        "round_trip_median_us": median_us,
+        "round_trip_p90_us": statistics.quantiles(round_trips, n=10)[-1] * 1e6,
+        "round_trips": len(round_trips),
+        "arms": comparison.to_json("s"),
+        "targets": [
+            {
+                "name": "process_isolation_verdict_ratio",
+                "value": ratio,
+                "limit": ISOLATION_TARGET_RATIO,
+                "unit": "x",
+                "what": f"median process / inprocess verdict time, the demo's {len(tasks)} tasks",
+            },
+            {
+                "name": "process_isolation_round_trip_us",
+                "value": median_us,
+                "limit": ROUND_TRIP_TARGET_US,
+                "unit": "us",
+                "what": f"median round trip of a workspace call, a {CALLS}-call hidden test",
+            },
+        ],
+    }
+
+
 if __name__ == "__main__":
-    print(json.dumps(run("--quick" in sys.argv[1:]), indent=2))
+    if "--isolation" in sys.argv[1:]:
+        print(json.dumps(run_isolation("--quick" in sys.argv[1:]), indent=2))
+    else:
+        print(json.dumps(run("--quick" in sys.argv[1:]), indent=2))

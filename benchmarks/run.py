@@ -467,8 +467,11 @@ def bench_sandbox(settings: Settings) -> Outcome:
     if not isinstance(figures, dict):
         msg = f"bench_sandbox.run() must return a dict (got {type(figures).__name__})"
         raise TypeError(msg)
+    isolation = getattr(module, "run_isolation", None)
+    if isolation is not None:  # isolation="process" beside "inprocess"
+        figures["isolation"] = isolation(settings.quick)
     targets = []
-    for item in figures.get("targets", ()):
+    for item in [*figures.get("targets", ()), *figures.get("isolation", {}).get("targets", ())]:
         # bench_sandbox may state its own targets in the same shape as ours.
         if isinstance(item, dict) and {"name", "value", "limit"} <= set(item):
             targets.append(

@@ -49,7 +49,8 @@ _TOP_KEYS: Final = ("dir", "calibration", "metrics", "gates", "agents")
 _GATE_KEYS: Final = ("min_n", "max_mae", "max_p95", "max_worst", "window")
 _SPEC_KEYS: Final = ("kind", "unit", "description", "version", "normalize_scale")
 _METRIC_KEYS: Final = (*_SPEC_KEYS, *BOUND_KEYS, "predictor", "check", "calibration")
-_AGENT_KEYS: Final = ("check", "prices", "model")
+_AGENT_KEYS: Final = ("check", "prices", "model", "isolation")
+_ISOLATIONS: Final = ("process", "inprocess")
 _KINDS: Final = ("bounded", "positive", "signed")
 _NAME_RE: Final = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 
@@ -134,11 +135,16 @@ POSITIVE_SCALE = 100.0
 @final
 @dataclass(frozen=True, slots=True)
 class AgentsConfig:
-    """``[tool.ldd.agents]``: the default checker, price catalog and model."""
+    """``[tool.ldd.agents]``: the default checker, price catalog and model.
+
+    ``isolation`` is the hidden-test sandbox's isolation for ``hidden_tests:`` checkers
+    (``"process"`` or ``"inprocess"``; None: the sandbox's default).
+    """
 
     check: str | None = None
     prices: str | None = None
     model: str | None = None
+    isolation: str | None = None
 
 
 @final
@@ -357,6 +363,9 @@ class _Reader:
             agents = AgentsConfig(
                 **{k: self.text(f"{root}.agents.{k}", v) for k, v in section.items()}
             )
+            if agents.isolation is not None and agents.isolation not in _ISOLATIONS:
+                expected = " or ".join(repr(name) for name in _ISOLATIONS)
+                raise self.wrong(f"{root}.agents.isolation", expected, agents.isolation)
         return LddConfig(
             dir=None if folder is None else self.text(f"{root}.dir", folder),
             calibration=gate,

@@ -389,6 +389,7 @@ class TestRecorder:
             prices=self.ctx.prices(),
             model=self.ctx.config.agents.model,
             base_dir=self.ctx.base_dir,
+            isolation=self.ctx.config.agents.isolation,
         )
         self._declare_corpus_metrics()
         breaches = self.observe("task_success", 1.0 if graded.success else 0.0)

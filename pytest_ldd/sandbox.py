@@ -33,6 +33,7 @@ from types import MappingProxyType
 from typing import Any, final
 
 from pytest_ldd._sandbox.channel import OUTCOMES, read_channel
+from pytest_ldd._sandbox.isolation import check_isolation, stage_judge
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.leftovers import Snapshot, compare, remove_tree, snapshot
 from pytest_ldd._sandbox.limits import Limits
@@ -127,6 +128,7 @@ class _Options:
     pythonpath: tuple[str, ...] = (".",)
     plugins: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
+    isolation: str = "inprocess"
 
     @classmethod
     def build(
@@ -138,6 +140,7 @@ class _Options:
         pythonpath: Sequence[str] = (".",),
         plugins: Sequence[str] = (),
         limits: Limits | None = None,
+        isolation: str = "inprocess",
     ) -> _Options:
         if (
             isinstance(timeout, bool)
@@ -153,6 +156,7 @@ class _Options:
             pythonpath=_pythonpath(pythonpath),
             plugins=_plugins(plugins),
             limits=_limits(limits),
+            isolation=check_isolation(isolation),
         )
 
     def interpreter(self) -> tuple[str, ...]:
@@ -264,6 +268,7 @@ def run_hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
+    isolation: str = "inprocess",
 ) -> Verdict:
     """Run the hidden ``tests`` against a fresh copy of ``workspace``; return the verdict.
 
@@ -286,6 +291,7 @@ def run_hidden_tests(
         pythonpath=pythonpath,
         plugins=plugins,
         limits=limits,
+        isolation=isolation,
     )
     return _run(workspace, _resolve_tests(tests), options)
 
@@ -394,6 +400,12 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     # A wrapper binds only this run's folder: "{sandbox}" in its arguments names it.
     wrapper = [part.replace(_SANDBOX_FIELD, str(root)) for part in options.interpreter()]
     argv = [*wrapper, "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
+    if options.isolation == "process":
+        # The judge runs on this interpreter; the wrapper applies to the subject alone.
+        # Its files are staged before the snapshot, so changing them is tampering too.
+        argv, settings = stage_judge(
+            runner_dir, settings, subject_python=wrapper, workspace=copy, timeout=options.timeout
+        )
     return _Staged(suite, snapshot(root, _STAGED), argv, copy, env, settings)
 
 
@@ -540,7 +552,7 @@ class HiddenTests:
     def __repr__(self) -> str:
         defaults = _Options()
         parts = [repr(str(self.tests))]
-        for name in ("timeout", "python", "env", "pythonpath", "plugins", "limits"):
+        for name in ("timeout", "python", "env", "pythonpath", "plugins", "limits", "isolation"):
             value = getattr(self.options, name)
             if value != getattr(defaults, name):
                 parts.append(f"{name}={dict(value) if name == 'env' else value!r}")
@@ -556,6 +568,7 @@ def hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
+    isolation: str = "inprocess",
 ) -> HiddenTests:
     """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.
 
@@ -570,5 +583,6 @@ def hidden_tests(
         pythonpath=pythonpath,
         plugins=plugins,
         limits=limits,
+        isolation=isolation,
     )
     return HiddenTests(_resolve_tests(tests), options)

@@ -40,6 +40,8 @@ __all__ = [
 _MAX_LISTED_DIFFS = 10
 
 _HIDDEN_TESTS_PREFIX = "hidden_tests:"
+# "hidden_tests[isolation=process]:PATH" chooses the sandbox's isolation in the spec.
+_HIDDEN_TESTS_OPTIONS = re.compile(r"hidden_tests\[isolation=(?P<isolation>[a-z]*)\]:")
 
 
 @final
@@ -371,13 +373,18 @@ def _named_checkers() -> dict[str, Checker]:
 
 
 def resolve_checker(
-    check: str | Checker, *, base_dir: str | os.PathLike[str] | None = None
+    check: str | Checker,
+    *,
+    base_dir: str | os.PathLike[str] | None = None,
+    isolation: str | None = None,
 ) -> Checker:
     """The checker *check* names: a known name, ``"hidden_tests:PATH"`` or a callable.
 
     Names are ``"output"``, ``"quasi_exact"``, ``"final_state"`` and ``"recorded"``.
     ``"hidden_tests:PATH"`` runs the hidden tests at PATH (relative to *base_dir*, else
-    the current folder) in the sandbox.  A callable with a ``verdict_for`` method (what
+    the current folder) in the sandbox, with *isolation* (None: the sandbox's default);
+    ``"hidden_tests[isolation=process]:PATH"`` names the isolation in the spec itself,
+    and wins over *isolation*.  A callable with a ``verdict_for`` method (what
     :func:`pytest_ldd.sandbox.hidden_tests` returns) is wrapped so that the verdict's
     reason becomes the detail; :func:`final_state_match` itself becomes
     :class:`FinalStateCheck` so that mismatches are explained.  Any other callable is
@@ -386,7 +393,11 @@ def resolve_checker(
     """
     if isinstance(check, str):
         if check.startswith(_HIDDEN_TESTS_PREFIX):
-            return _hidden_tests(check[len(_HIDDEN_TESTS_PREFIX) :], base_dir)
+            return _hidden_tests(check[len(_HIDDEN_TESTS_PREFIX) :], base_dir, isolation)
+        options = _HIDDEN_TESTS_OPTIONS.match(check)
+        if options is not None:
+            path = check[options.end() :]
+            return _hidden_tests(path, base_dir, options["isolation"])
         named = _named_checkers()
         if check in named:
             return named[check]
@@ -404,7 +415,9 @@ def resolve_checker(
     raise InvalidSpecError(msg)
 
 
-def _hidden_tests(path: str, base_dir: str | os.PathLike[str] | None) -> Checker:
+def _hidden_tests(
+    path: str, base_dir: str | os.PathLike[str] | None, isolation: str | None
+) -> Checker:
     if not path:
         msg = "'check' 'hidden_tests:PATH' needs a PATH to the hidden tests (got '')"
         raise InvalidSpecError(msg)
@@ -414,4 +427,6 @@ def _hidden_tests(path: str, base_dir: str | os.PathLike[str] | None) -> Checker
     # The sandbox is heavy and only needed by suites that use it: import it on demand.
     from pytest_ldd.sandbox import hidden_tests
 
-    return _HiddenTestsCheck(hidden_tests(tests))
+    if isolation is None:
+        return _HiddenTestsCheck(hidden_tests(tests))
+    return _HiddenTestsCheck(hidden_tests(tests, isolation=isolation))

@@ -55,6 +55,7 @@ def grade(
     prices: Mapping[str, ModelPrice] | None = None,
     model: str | None = None,
     base_dir: str | os.PathLike[str] | None = None,
+    isolation: str | None = None,
 ) -> GradedEpisode:
     """Grade one episode with *check* and price it.
 
@@ -62,14 +63,16 @@ def grade(
     model is a :class:`~pytest_ldd.errors.PriceError` naming it; with neither *price*
     nor *prices* the dollars are None.  Prices are checked before the checker runs,
     so a bad catalog fails before any (possibly slow) hidden tests.  A checker that
-    raises is not caught.  *base_dir* resolves a relative ``"hidden_tests:PATH"``.
+    raises is not caught.  *base_dir* resolves a relative ``"hidden_tests:PATH"``,
+    *isolation* is its sandbox's isolation.
     """
     given: object = episode
     if not isinstance(given, Episode):
         msg = f"'episode' must be an Episode (got {given!r})"
         raise InvalidObservationError(msg)
     dollars = episode_dollars(episode, price=price, prices=prices, model=model)
-    result = run_check(resolve_checker(check, base_dir=base_dir), episode, gold)
+    checker = resolve_checker(check, base_dir=base_dir, isolation=isolation)
+    result = run_check(checker, episode, gold)
     return GradedEpisode(episode.task_id, result.passed, dollars, result.detail)
 
 

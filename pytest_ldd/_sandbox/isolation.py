@@ -1,0 +1,57 @@
+"""The parent's part of ``isolation="process"``: staging the judge and naming the subject.
+
+In this mode the parent starts the *judge* (``judge_runner.py``) with this very
+interpreter instead of the in-process runner, and hands it, among the usual
+settings, the command of the *subject*: the ``python=`` interpreter or wrapper
+(the only process that ever runs workspace code) with the bootstrap of
+``subject.py``.  Everything else -- the staged copies, the channel, the limits, the
+scrubbed environment, the process group, the timeout and the judgement -- is the
+sandbox's own, shared with ``isolation="inprocess"``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_ldd._sandbox.subject import BOOTSTRAP
+from pytest_ldd.errors import SandboxError
+
+__all__ = ["ISOLATIONS", "check_isolation", "stage_judge"]
+
+ISOLATIONS = ("process", "inprocess")
+_HERE = Path(__file__).parent
+_FILES = ("judge_runner.py", "wire.py", "proxies.py", "subject.py")
+
+
+def check_isolation(isolation: object) -> str:
+    """The validated ``isolation`` option."""
+    if not isinstance(isolation, str) or isolation not in ISOLATIONS:
+        msg = f"'isolation' must be one of {', '.join(map(repr, ISOLATIONS))} (got {isolation!r})"
+        raise SandboxError(msg)
+    return isolation
+
+
+def stage_judge(
+    runner_dir: Path,
+    settings: Mapping[str, Any],
+    *,
+    subject_python: Sequence[str],
+    workspace: Path,
+    timeout: float,
+) -> tuple[list[str], dict[str, Any]]:
+    """Copy the judge's files beside the runner; the judge's argv and settings."""
+    for name in _FILES:
+        (runner_dir / name).write_bytes((_HERE / name).read_bytes())
+    if not sys.executable:
+        msg = "isolation='process' needs this interpreter's executable for the judge process"
+        raise SandboxError(msg)
+    subject = {
+        "argv": [*subject_python, "-I", "-B", "-X", "utf8", "-c", BOOTSTRAP],
+        "cwd": str(workspace),
+        "timeout": timeout,
+    }
+    argv = [sys.executable, "-I", "-B", "-X", "utf8", str(runner_dir / "judge_runner.py")]
+    return argv, {**settings, "subject": subject}

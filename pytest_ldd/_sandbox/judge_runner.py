@@ -1,0 +1,156 @@
+"""The judge process of ``isolation="process"``: pytest on the hidden tests, no workspace code.
+
+The parent copies this file beside ``runner.py``, ``wire.py``, ``proxies.py`` and
+``subject.py`` and runs it as ``python -I -B -X utf8 judge_runner.py`` with this
+interpreter (the ``python=`` wrapper applies to the subject alone).  It reads its
+settings from standard input as the in-process runner does, applies the same limits
+and environment scrubbing, and reports through the same authenticated channel
+(``runner.Channel`` and ``runner.Reporter``).  Then it
+
+1. makes itself non-dumpable (Linux), so a subject running as the same user cannot
+   read its memory or open its descriptors through ``/proc``;
+2. never reads bytecode from the run's own folder (the hidden tests, their
+   conftest files, the runner), neither through pytest's assertion-rewrite cache
+   nor through the import system: a ``.pyc`` the subject planted there is ignored;
+3. starts the subject process (:mod:`subject`), in this process group, and puts
+   :class:`proxies.WorkspaceFinder` last on ``sys.meta_path``; the workspace is never
+   on this process's ``sys.path``;
+4. runs ``pytest.main`` with the reporter and the isolation guard, and leaves with
+   ``os._exit``.
+
+It imports only the standard library and pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+_HERE = Path(__file__).resolve().parent
+_BYTECODE = (".pyc", ".pyo")
+
+
+def _load(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _refuse_bytecode(root: str) -> None:
+    """Compile every module of the run's folder from its source, never from a cache."""
+    from importlib import machinery
+
+    original = machinery.SourceFileLoader.get_data
+    # The staged folders hold no symlinks (the hidden tests are copied as files), so
+    # the path of a bytecode file there starts with the folder's path as given or
+    # resolved.
+    inside = (os.path.abspath(root) + os.sep, os.path.realpath(root) + os.sep)
+
+    def get_data(self: Any, path: str) -> bytes:
+        if path.endswith(_BYTECODE) and os.path.abspath(path).startswith(inside):
+            msg = f"bytecode in the sandbox is never read: {path}"
+            raise OSError(msg)
+        return original(self, path)
+
+    machinery.SourceFileLoader.get_data = get_data  # type: ignore[method-assign]
+
+
+def _refuse_rewrite_cache(pytest: Any) -> None:
+    from _pytest.assertion import rewrite
+
+    def read_pyc(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    rewrite._read_pyc = read_pyc
+
+
+def _not_dumpable() -> None:
+    # Root bypasses the protection (CAP_SYS_PTRACE): there, only OS isolation helps.
+    if not sys.platform.startswith("linux") or os.geteuid() == 0:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE, 0
+    except (OSError, AttributeError):
+        return
+
+
+def _conversation_s(timeout: float) -> float:
+    """How long the subject may take in all: the verdict's timeout, less time to report.
+
+    A subject that hangs then fails its test with the reason, and the run still
+    finishes before the parent's own timeout kills everything.
+    """
+    return timeout - min(2.0, 0.2 * timeout)
+
+
+def main() -> int:
+    """Judge the hidden tests as the parent's settings say; return pytest's exit code."""
+    started = time.monotonic()
+    settings: dict[str, Any] = json.loads(sys.stdin.buffer.readline())
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.close(devnull)
+    _refuse_bytecode(str(_HERE.parent))
+    runner = _load("_ldd_runner", _HERE / "runner.py")
+    _load("_ldd_wire", _HERE / "wire.py")
+    proxies = _load("_ldd_proxies", _HERE / "proxies.py")
+    runner._apply_limits(settings["limits"])
+    runner._scrub_environment()
+    fd = int(settings["fd"])
+    os.set_inheritable(fd, False)
+    channel = runner.Channel(fd, bytes.fromhex(settings.pop("key")))
+    _not_dumpable()
+    subject = settings["subject"]
+    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in ("wire", "subject")}
+    try:
+        connection = proxies.Connection.start(
+            subject["argv"],
+            cwd=subject["cwd"],
+            sources=sources,
+            pythonpath=settings["pythonpath"],
+            deadline=started + _conversation_s(float(subject["timeout"])),
+        )
+    except OSError as exc:
+        channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")
+        return 3
+    proxies._CONNECTION = connection  # type: ignore[attr-defined]
+    try:
+        import pytest
+    except ImportError as exc:
+        channel.send("fatal", detail=f"pytest cannot be imported: {exc}")
+        return 3
+    _refuse_rewrite_cache(pytest)
+    problem = connection.hello()
+    if problem is not None:
+        channel.send("fatal", detail=problem)
+        return 3
+    channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
+    sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"]))
+    reporter = runner.Reporter(channel, [])
+    guard = proxies.isolation_guard(pytest, connection)
+    code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
+    channel.send("finish", exit=code)
+    connection.close()
+    return code
+
+
+if __name__ == "__main__":
+    status = main()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    os._exit(status)

@@ -1,0 +1,653 @@
+"""The data that crosses between the judge and the subject: a strict, bounded, tagged codec.
+
+Neither pickle nor marshal: both run or build arbitrary things from hostile bytes.
+A value is one tag byte and its payload:
+
+=====  ======================================================================
+``N``  None; ``T`` / ``F`` True / False
+``i``  int in 8 bytes (signed); ``I`` any int: 4-byte length, signed bytes
+``f``  float (8 bytes, nan and inf too); ``c`` complex (16 bytes)
+``s``  str: 4-byte length, UTF-8 (lone surrogates kept); ``b`` bytes
+``t``  tuple, ``l`` list, ``S`` set, ``Z`` frozenset: 4-byte count, items
+``d``  dict: 4-byte count, key and value pairs
+``n``  named tuple: its class name and field names, then its values (a fresh
+       judge-side namedtuple class: tuple equality, attribute access)
+``x``  a stdlib value type: one kind byte (path, datetime, date, time, timedelta,
+       Decimal, Fraction, UUID) and the value's parts as data
+``B``  a builtin type, by name (``int``, ``ValueError``)
+``H``  an object that lives in the subject; ``J`` one that lives in the judge:
+       each followed by one data value the side's resolver interprets
+=====  ======================================================================
+
+An instance of a subclass of a builtin type crosses as its base value, read
+through the base type (``int.__int__``, ``str.__str__``, ``tuple.__getitem__``),
+so a subclass that claims to equal everything arrives as the plain value it is.
+Everything else goes to the ``other`` hook of the :class:`Encoder`, which makes it
+a reference (``H``/``J``) or refuses it.
+
+Bounds: every message is at most ``max_bytes`` long and ``max_depth`` deep; a count
+can never exceed the bytes left.  Decoding bad bytes raises :class:`WireError` and
+never anything else.
+
+This module imports only the standard library: the subject and the judge load it
+from a file, the interpreter under test need not have pytest-ldd installed.
+"""
+
+from __future__ import annotations
+
+import builtins
+import collections
+import datetime
+import decimal
+import fractions
+import os
+import pathlib
+import struct
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "Decoder", "Encoder", "WireError"]
+
+MAX_BYTES = 32 * 1024 * 1024
+MAX_DEPTH = 100
+
+_Q = struct.Struct(">q")
+_D = struct.Struct(">d")
+_DD = struct.Struct(">dd")
+_L = struct.Struct(">I")
+_SMALL_MIN = -(2**63)
+_SMALL_MAX = 2**63 - 1
+
+_PATHS = {
+    pathlib.PurePosixPath: 0,
+    pathlib.PosixPath: 1,
+    pathlib.PureWindowsPath: 2,
+}
+_PATH_TYPES = {number: kind for kind, number in _PATHS.items()}
+_X_PATH, _X_DATETIME, _X_DATE, _X_TIME, _X_TIMEDELTA = 0, 1, 2, 3, 4
+_X_DECIMAL, _X_FRACTION, _X_UUID = 5, 6, 7
+
+# The builtin types that may cross by name: the types themselves, never functions.
+BUILTIN_TYPES = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and not name.startswith("_")
+)
+
+
+class WireError(Exception):
+    """Bytes that are not a well-formed message within the bounds, or a value that cannot cross."""
+
+
+def _builtin_name(cls: type) -> str | None:
+    name = getattr(cls, "__name__", None)
+    if type(name) is str and name in BUILTIN_TYPES and getattr(builtins, name) is cls:
+        return name
+    return None
+
+
+class Encoder:
+    """Encodes values; ``other(obj)`` returns ``(tag, payload)`` for what is not data."""
+
+    def __init__(
+        self, other: Callable[[Any], tuple[bytes, Any]], *, max_bytes: int = MAX_BYTES
+    ) -> None:
+        self._other = other
+        self._max_bytes = max_bytes
+
+    def encode(self, value: Any) -> bytes:
+        """One message body; raises :class:`WireError` when it is too deep or too large."""
+        out: list[bytes] = []
+        self._put(value, out, 0)
+        data = b"".join(out)
+        if len(data) > self._max_bytes:
+            msg = f"a message of {len(data)} bytes exceeds the limit of {self._max_bytes}"
+            raise WireError(msg)
+        return data
+
+    def _put(self, value: Any, out: list[bytes], depth: int) -> None:
+        if depth > MAX_DEPTH:
+            msg = f"a value nested deeper than {MAX_DEPTH} levels cannot cross"
+            raise WireError(msg)
+        cls = type(value)
+        if value is None:
+            out.append(b"N")
+        elif value is True:
+            out.append(b"T")
+        elif value is False:
+            out.append(b"F")
+        elif cls is int:
+            self._int(value, out)
+        elif cls is str:
+            data = value.encode("utf-8", "surrogatepass")
+            out += (b"s", _L.pack(len(data)), data)
+        elif cls is float:
+            out += (b"f", _D.pack(value))
+        elif cls is tuple or cls is list or cls is set or cls is frozenset:
+            out += (_SEQ_TAGS[cls], _L.pack(len(value)))  # type: ignore[index]
+            for item in value:
+                self._put(item, out, depth + 1)
+        elif cls is dict:
+            out += (b"d", _L.pack(len(value)))
+            for key, item in value.items():
+                self._put(key, out, depth + 1)
+                self._put(item, out, depth + 1)
+        elif cls is bytes:
+            out += (b"b", _L.pack(len(value)), value)
+        elif cls is complex:
+            out += (b"c", _DD.pack(value.real, value.imag))
+        elif cls in _STDLIB:
+            out += (b"x", bytes((_STDLIB[cls],)))
+            self._put(_stdlib_parts(value), out, depth + 1)
+        elif issubclass(cls, type) and _builtin_name(value) is not None:
+            name = value.__name__.encode("ascii")
+            out += (b"B", _L.pack(len(name)), name)
+        else:
+            base = _builtin_base(cls)
+            if base is None:
+                tag, payload = self._other(value)
+                out.append(tag)
+                self._put(payload, out, depth + 1)
+            elif base is tuple and _namedtuple_fields(cls) is not None:
+                out.append(b"n")
+                fields = _namedtuple_fields(cls)
+                name = str.__str__(getattr(cls, "__name__", "namedtuple"))
+                self._put((name, fields, tuple.__getitem__(value, slice(None))), out, depth + 1)
+            else:
+                self._put(_base_value(base, value), out, depth)
+
+    @staticmethod
+    def _int(value: int, out: list[bytes]) -> None:
+        if _SMALL_MIN <= value <= _SMALL_MAX:
+            out += (b"i", _Q.pack(value))
+        else:
+            data = value.to_bytes((value.bit_length() + 8) // 8, "big", signed=True)
+            out += (b"I", _L.pack(len(data)), data)
+
+
+_SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
+_BASES = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
+_STDLIB: dict[type, int] = {
+    **dict.fromkeys(_PATHS, _X_PATH),
+    datetime.datetime: _X_DATETIME,
+    datetime.date: _X_DATE,
+    datetime.time: _X_TIME,
+    datetime.timedelta: _X_TIMEDELTA,
+    decimal.Decimal: _X_DECIMAL,
+    fractions.Fraction: _X_FRACTION,
+    uuid.UUID: _X_UUID,
+}
+
+
+def _builtin_base(cls: type) -> type | None:
+    """The builtin data type ``cls`` derives from, by its real MRO (never ``__class__``)."""
+    for base in _BASES:
+        if issubclass(cls, base):
+            return base
+    return None
+
+
+def _namedtuple_fields(cls: type) -> tuple[str, ...] | None:
+    fields = cls.__dict__.get("_fields") if "_fields" in cls.__dict__ else None
+    if fields is None:
+        for klass in cls.__mro__:
+            if "_fields" in klass.__dict__:
+                fields = klass.__dict__["_fields"]
+                break
+    if type(fields) is tuple and all(type(name) is str for name in fields):
+        return fields
+    return None
+
+
+def _base_value(base: type, value: Any) -> Any:
+    """The value of a builtin subclass instance as its base type sees it."""
+    if base is int:
+        return int.__int__(value)
+    if base is float:
+        return float.__float__(value)
+    if base is complex:
+        return complex(complex.real.__get__(value), complex.imag.__get__(value))
+    if base is str:
+        return str.__str__(value)
+    if base is bytes or base is tuple or base is list:
+        return base.__getitem__(value, slice(None))
+    if base is dict:
+        return {key: item for key, item in dict.items(value)}  # noqa: C416 - not dict(): no __iter__ of the value
+    if base is set:
+        return set(set.__iter__(value))
+    return frozenset(frozenset.__iter__(value))
+
+
+def _tz_parts(tz: datetime.tzinfo | None) -> Any:
+    if tz is None:
+        return None
+    if type(tz) is datetime.timezone:
+        offset = tz.utcoffset(None)
+        name = tz.tzname(None)
+        return ("offset", offset.days, offset.seconds, offset.microseconds, name)
+    key = getattr(tz, "key", None)
+    if type(tz).__module__ == "zoneinfo" and type(key) is str:
+        return ("zone", key)
+    msg = f"a time zone of type {type(tz).__qualname__} cannot cross"
+    raise WireError(msg)
+
+
+def _stdlib_parts(value: Any) -> Any:
+    cls = type(value)
+    if cls in _PATHS:
+        return (_PATHS[cls], str(value))
+    if cls is datetime.datetime:
+        v = value
+        parts = (v.year, v.month, v.day, v.hour, v.minute, v.second, v.microsecond, v.fold)
+        return (*parts, _tz_parts(v.tzinfo))
+    if cls is datetime.date:
+        return (value.year, value.month, value.day)
+    if cls is datetime.time:
+        v = value
+        return (v.hour, v.minute, v.second, v.microsecond, v.fold, _tz_parts(v.tzinfo))
+    if cls is datetime.timedelta:
+        return (value.days, value.seconds, value.microseconds)
+    if cls is decimal.Decimal:
+        return str(value)
+    if cls is fractions.Fraction:
+        return (value.numerator, value.denominator)
+    return value.bytes
+
+
+class Decoder:
+    """Decodes message bodies; ``refs[tag](payload)`` resolves ``H`` / ``J`` references."""
+
+    def __init__(self, refs: dict[bytes, Callable[[Any], Any]]) -> None:
+        self._refs = refs
+        self._namedtuples: dict[tuple[str, tuple[str, ...]], type] = {}
+
+    def decode(self, data: bytes) -> Any:
+        """The value of one message body; :class:`WireError` for anything malformed."""
+        if len(data) > MAX_BYTES:
+            msg = f"a message of {len(data)} bytes exceeds the limit of {MAX_BYTES}"
+            raise WireError(msg)
+        view = memoryview(data)
+        try:
+            value, end = self._get(view, 0, 0)
+        except WireError:
+            raise
+        except (ValueError, TypeError, ArithmeticError, IndexError, KeyError, struct.error) as exc:
+            msg = f"a malformed message ({type(exc).__name__}: {exc})"
+            raise WireError(msg) from None
+        except RecursionError:
+            msg = "a message nested too deep"
+            raise WireError(msg) from None
+        if end != len(data):
+            msg = f"{len(data) - end} stray bytes after the message"
+            raise WireError(msg)
+        return value
+
+    def _get(self, data: memoryview, pos: int, depth: int) -> tuple[Any, int]:
+        if depth > MAX_DEPTH:
+            msg = f"a message nested deeper than {MAX_DEPTH} levels"
+            raise WireError(msg)
+        if pos >= len(data):
+            msg = "a message ends in the middle of a value"
+            raise WireError(msg)
+        tag = data[pos : pos + 1].tobytes()
+        pos += 1
+        if tag == b"N":
+            return None, pos
+        if tag == b"T":
+            return True, pos
+        if tag == b"F":
+            return False, pos
+        if tag == b"i":
+            return _Q.unpack_from(data, pos)[0], pos + 8
+        if tag == b"s":
+            raw, pos = _chunk(data, pos)
+            return str(raw, "utf-8", "surrogatepass"), pos
+        if tag == b"f":
+            return _D.unpack_from(data, pos)[0], pos + 8
+        if tag in (b"t", b"l", b"S", b"Z"):
+            count, pos = _count(data, pos)
+            items = []
+            for _ in range(count):
+                item, pos = self._get(data, pos, depth + 1)
+                items.append(item)
+            return _MAKERS[tag](items), pos
+        if tag == b"d":
+            count, pos = _count(data, pos, per_item=2)
+            result = {}
+            for _ in range(count):
+                key, pos = self._get(data, pos, depth + 1)
+                result[key], pos = self._get(data, pos, depth + 1)
+            return result, pos
+        if tag == b"b":
+            raw, pos = _chunk(data, pos)
+            return raw, pos
+        if tag == b"I":
+            raw, pos = _chunk(data, pos)
+            return int.from_bytes(raw, "big", signed=True), pos
+        if tag == b"c":
+            real, imag = _DD.unpack_from(data, pos)
+            return complex(real, imag), pos + 16
+        if tag == b"x":
+            kind = data[pos]
+            parts, pos = self._get(data, pos + 1, depth + 1)
+            return _stdlib_value(kind, parts), pos
+        if tag == b"n":
+            parts, pos = self._get(data, pos, depth + 1)
+            return self._namedtuple(parts), pos
+        if tag == b"B":
+            raw, pos = _chunk(data, pos)
+            name = raw.decode("ascii")
+            if name not in BUILTIN_TYPES:
+                msg = f"{name!r} is not a builtin type"
+                raise WireError(msg)
+            return getattr(builtins, name), pos
+        if tag in self._refs:
+            payload, pos = self._get(data, pos, depth + 1)
+            return self._refs[tag](payload), pos
+        msg = f"an unknown tag {tag!r}"
+        raise WireError(msg)
+
+    def _namedtuple(self, parts: Any) -> Any:
+        if type(parts) is not tuple or len(parts) != 3:
+            msg = "a malformed named tuple"
+            raise WireError(msg)
+        name, fields, values = parts
+        if type(name) is not str or type(fields) is not tuple or type(values) is not tuple:
+            msg = "a malformed named tuple"
+            raise WireError(msg)
+        if len(fields) != len(values) or not all(type(f) is str for f in fields):
+            msg = "a named tuple whose fields and values disagree"
+            raise WireError(msg)
+        key = (name, fields)
+        made: Any = self._namedtuples.get(key)
+        if made is None:
+            made = _NAMEDTUPLE(name if name.isidentifier() else "namedtuple", fields)
+            self._namedtuples[key] = made
+        return made(*values)
+
+
+_NAMEDTUPLE: Any = collections.namedtuple
+
+_MAKERS: dict[bytes, Callable[[list[Any]], Any]] = {
+    b"t": tuple,
+    b"l": list,
+    b"S": set,
+    b"Z": frozenset,
+}
+
+
+def _count(data: memoryview, pos: int, per_item: int = 1) -> tuple[int, int]:
+    (count,) = _L.unpack_from(data, pos)
+    pos += 4
+    if count * per_item > len(data) - pos:
+        msg = f"a count of {count} items exceeds the bytes left"
+        raise WireError(msg)
+    return count, pos
+
+
+def _chunk(data: memoryview, pos: int) -> tuple[bytes, int]:
+    (size,) = _L.unpack_from(data, pos)
+    pos += 4
+    if size > len(data) - pos:
+        msg = f"a length of {size} bytes exceeds the bytes left"
+        raise WireError(msg)
+    return data[pos : pos + size].tobytes(), pos + size
+
+
+def _ints(parts: Any, count: int) -> tuple[int, ...]:
+    if type(parts) is not tuple or len(parts) != count or not all(type(p) is int for p in parts):
+        msg = f"expected {count} ints (got {parts!r:.80})"
+        raise WireError(msg)
+    return parts
+
+
+def _tz_value(parts: Any) -> datetime.tzinfo | None:
+    if parts is None:
+        return None
+    if type(parts) is tuple and len(parts) == 5 and parts[0] == "offset":
+        days, seconds, micro = _ints(parts[1:4], 3)
+        name = parts[4]
+        offset = datetime.timedelta(days, seconds, micro)
+        if name is None or type(name) is not str:
+            return datetime.timezone(offset)
+        return datetime.timezone(offset, name)
+    if type(parts) is tuple and len(parts) == 2 and parts[0] == "zone" and type(parts[1]) is str:
+        import zoneinfo
+
+        try:
+            return zoneinfo.ZoneInfo(parts[1])
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
+            msg = f"an unknown time zone {parts[1]!r:.80}"
+            raise WireError(msg) from exc
+    msg = "a malformed time zone"
+    raise WireError(msg)
+
+
+def _stdlib_value(kind: int, parts: Any) -> Any:
+    if kind == _X_PATH:
+        if type(parts) is not tuple or len(parts) != 2 or type(parts[1]) is not str:
+            msg = "a malformed path"
+            raise WireError(msg)
+        cls = _PATH_TYPES.get(parts[0])
+        if cls is None:
+            msg = f"an unknown path kind {parts[0]!r:.20}"
+            raise WireError(msg)
+        return cls(parts[1])
+    if kind == _X_DATETIME and type(parts) is tuple and len(parts) == 9:
+        year, month, day, hour, minute, second, micro = _ints(parts[:7], 7)
+        (fold,) = _ints(parts[7:8], 1)
+        tz = _tz_value(parts[8])
+        return datetime.datetime(year, month, day, hour, minute, second, micro, tz, fold=fold)
+    if kind == _X_DATE:
+        return datetime.date(*_ints(parts, 3))
+    if kind == _X_TIME and type(parts) is tuple and len(parts) == 6:
+        hour, minute, second, micro = _ints(parts[:4], 4)
+        (fold,) = _ints(parts[4:5], 1)
+        return datetime.time(hour, minute, second, micro, _tz_value(parts[5]), fold=fold)
+    if kind == _X_TIMEDELTA:
+        return datetime.timedelta(*_ints(parts, 3))
+    if kind == _X_DECIMAL and type(parts) is str and len(parts) < 10_000:
+        try:
+            return decimal.Decimal(parts)
+        except decimal.InvalidOperation as exc:
+            msg = f"a malformed Decimal {parts!r:.40}"
+            raise WireError(msg) from exc
+    if kind == _X_FRACTION:
+        numerator, denominator = _ints(parts, 2)
+        return fractions.Fraction(numerator, denominator)
+    if kind == _X_UUID and type(parts) is bytes and len(parts) == 16:
+        return uuid.UUID(bytes=parts)
+    msg = f"a malformed stdlib value of kind {kind}"
+    raise WireError(msg)
+
+
+_FRAME = struct.Struct(">I")
+_READ_CHUNK = 1 << 16
+
+
+class PeerClosed(WireError):
+    """The other side closed its end: it exited or was killed."""
+
+
+class Peer:
+    """One side of the conversation: framed messages over a pipe pair, re-entrant requests.
+
+    A message is a 4-byte length and an encoded tuple: ``("q", seq, op, args, released)``
+    asks, ``("r", seq, value)`` answers, ``("e", seq, error)`` reports an exception,
+    ``("o", 1 or 2, text)`` carries what the served code printed and ``("o", 3,
+    warning)`` a warning it issued (sent before the next message, so they reach the
+    test that caused them).
+    While a request waits for its answer the other side may ask requests of its own
+    (callbacks); they are served in place, nested at most ``max_nesting`` deep.
+    ``serve(op, args)`` answers them; ``fail(exc)`` turns an exception into the error
+    payload, ``raise_error(error)`` turns a received one back into an exception.
+    ``wait(fd, deadline)`` may block until ``fd`` is readable (a bounded wait) or
+    raise; without it reads block.
+    """
+
+    def __init__(
+        self,
+        read_fd: int,
+        write_fd: int,
+        *,
+        encoder: Encoder,
+        decoder: Decoder,
+        serve: Callable[[str, Any], Any],
+        fail: Callable[[BaseException], Any],
+        raise_error: Callable[[Any], BaseException],
+        wait: Callable[[int, bool], None] | None = None,
+        max_bytes: int = MAX_BYTES,
+        budget: int | None = None,
+        max_nesting: int = 50,
+    ) -> None:
+        self.read_fd = read_fd
+        self.write_fd = write_fd
+        self.encoder = encoder
+        self.decoder = decoder
+        self._serve = serve
+        self._fail = fail
+        self._raise_error = raise_error
+        self._wait = wait
+        self._max_bytes = max_bytes
+        self._budget = budget
+        self._max_nesting = max_nesting
+        self._buffer = bytearray()
+        self._seq = 0
+        self._nesting = 0
+        self.received = 0
+        self.released: list[Any] = []
+        # What to send before the next message: (1 or 2, printed text) pairs, and
+        # (3, (category, text, filename, lineno)) for a warning.
+        self.outbox: list[tuple[int, Any]] = []
+        self.on_output: Callable[[int, Any], None] | None = None
+
+    def send(self, message: tuple[Any, ...]) -> None:
+        """Encode and write one message whole."""
+        self._send_body(self.encoder.encode(message))
+
+    def _fill(self, need: int) -> None:
+        while len(self._buffer) < need:
+            if self._wait is not None:
+                self._wait(self.read_fd, False)
+            try:
+                chunk = os.read(self.read_fd, max(_READ_CHUNK, need - len(self._buffer)))
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                msg = f"the pipe broke ({exc.strerror})"
+                raise PeerClosed(msg) from None
+            if not chunk:
+                msg = "the other side closed the pipe"
+                raise PeerClosed(msg)
+            self.received += len(chunk)
+            if self._budget is not None and self.received > self._budget:
+                msg = f"more than {self._budget} bytes received: flooding"
+                raise WireError(msg)
+            self._buffer += chunk
+
+    def receive(self) -> tuple[Any, ...]:
+        """Read and decode one message; it must be a tuple starting with a kind and a seq."""
+        self._fill(4)
+        (size,) = _FRAME.unpack_from(self._buffer)
+        if size > self._max_bytes:
+            msg = f"a message of {size} bytes announced, more than the limit of {self._max_bytes}"
+            raise WireError(msg)
+        self._fill(4 + size)
+        body = bytes(self._buffer[4 : 4 + size])
+        del self._buffer[: 4 + size]
+        message = self.decoder.decode(body)
+        if (
+            type(message) is not tuple
+            or len(message) < 3
+            or message[0] not in ("q", "r", "e", "o")
+            or type(message[1]) is not int
+            or (message[0] == "q" and (len(message) != 5 or type(message[2]) is not str))
+            or (message[0] != "q" and len(message) != 3)
+        ):
+            msg = f"a message of the wrong shape: {message!r:.200}"
+            raise WireError(msg)
+        return message
+
+    def request(self, op: str, args: Any) -> Any:
+        """Ask the other side; serve its own requests meanwhile; return or raise its answer."""
+        seq = self._seq
+        self._seq += 1
+        released, self.released = tuple(self.released), []
+        self.send(("q", seq, op, args, released))
+        while True:
+            message = self.receive()
+            if message[0] == "q":
+                self.serve_one(message)
+                continue
+            if message[0] == "o":
+                self._output(message)
+                continue
+            if message[1] != seq:
+                msg = f"an answer to request {message[1]} arrived while {seq} was pending"
+                raise WireError(msg)
+            if message[0] == "r":
+                return message[2]
+            raise self._raise_error(message[2])
+
+    def serve_one(self, message: tuple[Any, ...]) -> None:
+        """Answer one request of the other side."""
+        _, seq, op, args, released = message
+        if self._nesting >= self._max_nesting:
+            msg = f"requests nested more than {self._max_nesting} deep"
+            raise WireError(msg)
+        self._nesting += 1
+        try:
+            try:
+                self.on_released(released)
+                value = self._serve(op, args)
+                body = self.encoder.encode(("r", seq, value))
+            except BaseException as exc:
+                body = self._error_body(seq, exc)
+            self._send_body(body)
+        finally:
+            self._nesting -= 1
+
+    def _error_body(self, seq: int, exc: BaseException) -> bytes:
+        try:
+            return self.encoder.encode(("e", seq, self._fail(exc)))
+        except BaseException as again:
+            fallback = WireError(f"an error that cannot cross: {type(again).__name__}")
+            return self.encoder.encode(("e", seq, self._fail(fallback)))
+
+    def _send_body(self, body: bytes) -> None:
+        if self.outbox:  # what the served code printed goes first, in order
+            pending, self.outbox = self.outbox, []
+            frames = b"".join(
+                _FRAME.pack(len(chunk)) + chunk
+                for chunk in (self.encoder.encode(("o", stream, text)) for stream, text in pending)
+            )
+            self._write(frames)
+        self._write(_FRAME.pack(len(body)) + body)
+
+    def _write(self, frames: bytes) -> None:
+        data = memoryview(frames)
+        while data:
+            if self._wait is not None:
+                self._wait(self.write_fd, True)
+            try:
+                written = os.write(self.write_fd, data)
+            except BlockingIOError:
+                continue
+            except OSError as exc:
+                msg = f"the other side stopped reading ({exc.strerror})"
+                raise PeerClosed(msg) from None
+            data = data[written:]
+
+    def _output(self, message: tuple[Any, ...]) -> None:
+        _, stream, payload = message
+        printed = stream in (1, 2) and type(payload) is str
+        warned = stream == 3 and type(payload) is tuple and len(payload) == 4
+        if not (printed or warned):
+            msg = f"a malformed output message: {message!r:.100}"
+            raise WireError(msg)
+        if self.on_output is not None:
+            self.on_output(stream, payload)
+
+    def on_released(self, released: Any) -> None:
+        """Handles the other side no longer needs (overridden by the side that owns objects)."""

@@ -1,0 +1,3 @@
+"""Workspaces and hidden tests of tests/test_sandbox_process.py: only the sandbox runs them."""
+
+collect_ignore = ["good", "wrong", "hidden"]

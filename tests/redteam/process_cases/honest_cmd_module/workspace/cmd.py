@@ -1,0 +1,1 @@
+ANSWER = 'cmd of the workspace'

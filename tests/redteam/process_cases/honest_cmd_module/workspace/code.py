@@ -1,0 +1,1 @@
+ANSWER = 'code of the workspace'

@@ -1,0 +1,1 @@
+ANSWER = 'pdb of the workspace'

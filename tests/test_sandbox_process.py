@@ -1,0 +1,636 @@
+"""Tests of ``isolation="process"``: the codec, the judge and subject, and compatibility.
+
+The compatibility suite (``tests/process_shapes/``) holds hidden tests in the common
+public shapes, a correct and a wrong workspace; both isolations must give the same
+per-test outcomes.  The attacks are in tests/redteam/test_redteam_process.py.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import datetime
+import decimal
+import fractions
+import math
+import pathlib
+import sys
+import uuid
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from pytest_ldd._sandbox import proxies, subject, wire
+from pytest_ldd.agents import Episode, resolve_checker
+from pytest_ldd.agents.corpus import grade
+from pytest_ldd.config import load_config
+from pytest_ldd.errors import InvalidSpecError, SandboxError
+from pytest_ldd.sandbox import HiddenTests, Verdict, hidden_tests, run_hidden_tests
+
+SHAPES = Path(__file__).parent / "process_shapes"
+MODES = ("inprocess", "process")
+
+
+def _write(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture(scope="module")
+def shape_verdicts() -> dict[tuple[str, str], Verdict]:
+    return {
+        (workspace, mode): run_hidden_tests(
+            SHAPES / workspace, SHAPES / "hidden", isolation=mode, timeout=60
+        )
+        for workspace in ("good", "wrong")
+        for mode in MODES
+    }
+
+
+# -- the codec -----------------------------------------------------------------------
+
+
+def _roundtrip(value: Any) -> Any:
+    encoder = wire.Encoder(lambda obj: (b"H", id(obj)))
+    decoder = wire.Decoder({b"H": lambda payload: ("handle", payload)})
+    return decoder.decode(encoder.encode(value))
+
+
+VALUES = [
+    None, True, False, 0, -1, 2**200, -(2**70), 1.5, math.inf, -math.inf, 1 + 2j, "",
+    "\u00e9\udc80", b"\x00\xff", (1, (2,)), [1, [2, {"a": [3]}]], {1, 2}, frozenset({3}),
+    {(1, 2): "x"}, pathlib.PurePosixPath("a/b"), pathlib.Path("/tmp/x"),
+    pathlib.PureWindowsPath(r"C:\x"),
+    datetime.datetime(2024, 2, 29, 12, 30, 1, 5, tzinfo=datetime.timezone.utc),
+    datetime.datetime(2024, 1, 1, tzinfo=datetime.timezone(datetime.timedelta(hours=-3), "X")),
+    datetime.date(2020, 1, 2), datetime.time(23, 59, 59, 999), datetime.timedelta(-1, 5, 7),
+    decimal.Decimal("-1.50"), decimal.Decimal("NaN"), fractions.Fraction(-3, 7), uuid.UUID(int=7),
+    int, ValueError, type,
+]  # fmt: skip
+
+
+@pytest.mark.parametrize("value", VALUES, ids=repr)
+def test_data_crosses_as_itself_with_its_exact_type(value: Any) -> None:
+    got = _roundtrip(value)
+    assert type(got) is type(value)
+    assert got == value or (value != value and got != got)
+
+
+def test_nan_crosses() -> None:
+    assert math.isnan(_roundtrip(math.nan))
+
+
+class _Liar(int):
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = int.__hash__
+
+
+class _Words(list[str]):
+    def __iter__(self) -> Any:
+        return iter(["forged"])
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+
+def test_builtin_subclasses_cross_as_their_base_value_read_through_the_base() -> None:
+    assert type(_roundtrip(_Liar(3))) is int
+    assert _roundtrip(_Liar(3)) == 3
+    assert _roundtrip(_Liar(3)) != 4
+    words = _roundtrip(_Words(["a", "b"]))
+    assert type(words) is list
+    assert words == ["a", "b"]
+
+
+def test_a_namedtuple_arrives_as_a_fresh_namedtuple_with_tuple_equality() -> None:
+    point_type = collections.namedtuple("Point", "x y")
+    got = _roundtrip(point_type(1, 2))
+    assert got == (1, 2)
+    assert got.x == 1
+    assert type(got) is not point_type
+    assert type(got).__eq__ is tuple.__eq__
+
+
+def test_other_objects_go_to_the_reference_hook() -> None:
+    marker = object()
+    assert _roundtrip([marker]) == [("handle", id(marker))]
+
+
+def test_depth_and_size_are_bounded() -> None:
+    deep: list[Any] = []
+    for _ in range(wire.MAX_DEPTH + 5):
+        deep = [deep]
+    with pytest.raises(wire.WireError, match="nested deeper"):
+        wire.Encoder(lambda obj: (b"H", 0)).encode(deep)
+    with pytest.raises(wire.WireError, match="exceeds the limit"):
+        wire.Encoder(lambda obj: (b"H", 0), max_bytes=100).encode("x" * 200)
+    decoder = wire.Decoder({})
+    nested = b"t\x00\x00\x00\x01" * (wire.MAX_DEPTH + 5) + b"N"
+    with pytest.raises(wire.WireError, match="nested deeper"):
+        decoder.decode(nested)
+    with pytest.raises(wire.WireError, match="exceeds the bytes left"):
+        decoder.decode(b"l\xff\xff\xff\xff")
+    with pytest.raises(wire.WireError, match="exceeds the bytes left"):
+        decoder.decode(b"s\x00\x10\x00\x00abc")
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        b"", b"?", b"i\x00", b"NN", b"B\x00\x00\x00\x04eval", b"x\x07s\x00\x00\x00\x01a",
+        b"x\x06t\x00\x00\x00\x02i" + bytes(8) + b"i" + bytes(8),
+        b"d\x00\x00\x00\x01l\x00\x00\x00\x00N",
+        b"H\x00", b"s\x00\x00\x00\x01\xff",
+    ],
+)  # fmt: skip
+def test_malformed_bytes_raise_wire_error_only(data: bytes) -> None:
+    with pytest.raises(wire.WireError):
+        wire.Decoder({}).decode(data)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=64))
+def test_random_bytes_never_raise_anything_but_wire_error(data: bytes) -> None:
+    with contextlib.suppress(wire.WireError):
+        wire.Decoder({b"H": lambda payload: payload}).decode(data)
+
+
+def test_the_subject_reports_exactly_the_special_methods_the_judge_implements() -> None:
+    assert set(subject.SPECIAL) == proxies.SPECIAL_NAMES
+
+
+# -- options -------------------------------------------------------------------------
+
+
+def test_isolation_is_validated_and_named(tmp_path: Path) -> None:
+    _write(tmp_path / "hidden", {"test_x.py": "def test_x():\n    pass\n"})
+    (tmp_path / "ws").mkdir()
+    with pytest.raises(
+        SandboxError, match=r"'isolation' must be one of 'process', 'inprocess' \(got 'thread'\)"
+    ):
+        run_hidden_tests(tmp_path / "ws", tmp_path / "hidden", isolation="thread")
+    with pytest.raises(SandboxError, match="'isolation'"):
+        hidden_tests(tmp_path / "hidden", isolation=None)  # type: ignore[arg-type]
+    checker = hidden_tests(tmp_path / "hidden", isolation="process")
+    assert isinstance(checker, HiddenTests)
+    assert "isolation='process'" in repr(checker)
+
+
+# -- compatibility -------------------------------------------------------------------
+
+
+def test_a_correct_workspace_passes_every_shape_in_both_isolations(
+    shape_verdicts: dict[tuple[str, str], Verdict],
+) -> None:
+    for mode in MODES:
+        verdict = shape_verdicts["good", mode]
+        assert verdict.passed, f"{mode}: {verdict.reason}\n{verdict.output_tail[-4000:]}"
+        assert len(verdict.outcomes) == 21
+
+
+def test_a_wrong_workspace_fails_every_shape_in_both_isolations(
+    shape_verdicts: dict[tuple[str, str], Verdict],
+) -> None:
+    for mode in MODES:
+        verdict = shape_verdicts["wrong", mode]
+        assert not verdict.passed
+        assert not verdict.tampered
+        assert set(verdict.outcomes.values()) == {"failed"}, f"{mode}: {verdict.outcomes}"
+
+
+@pytest.mark.parametrize("workspace", ["good", "wrong"])
+def test_both_isolations_agree_test_by_test(
+    shape_verdicts: dict[tuple[str, str], Verdict], workspace: str
+) -> None:
+    inprocess = dict(shape_verdicts[workspace, "inprocess"].outcomes)
+    process = dict(shape_verdicts[workspace, "process"].outcomes)
+    assert process == inprocess
+
+
+@pytest.fixture
+def task(tmp_path: Path) -> SimpleNamespace:
+    return SimpleNamespace(ws=tmp_path / "ws", hidden=tmp_path / "hidden")
+
+
+def test_what_cannot_cross_fails_that_test_with_a_clear_message(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "shop.py": (
+                "class Cart:\n    def total(self):\n        return 0\n\n\n"
+                "def price(item):\n    return item.cost\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_shop.py": (
+                "import pytest\nimport shop\n\n\n"
+                "class Item:\n    cost = 3\n\n\n"
+                "def test_passes_a_judge_object():\n    assert shop.price(Item()) == 3\n\n\n"
+                "def test_subclasses_a_workspace_class():\n"
+                "    class Mine(shop.Cart):\n        pass\n\n\n"
+                "def test_cannot_swallow_it():\n"
+                "    with pytest.raises(Exception):\n        shop.price(Item())\n\n\n"
+                "def test_fine():\n    assert shop.Cart().total() == 0\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert dict(verdict.outcomes) == {
+        "test_shop.py::test_passes_a_judge_object": "failed",
+        "test_shop.py::test_subclasses_a_workspace_class": "failed",
+        "test_shop.py::test_cannot_swallow_it": "failed",
+        "test_shop.py::test_fine": "passed",
+    }
+    assert (
+        "cannot pass a judge object of type test_shop.Item to workspace code"
+        in verdict.output_tail
+    )
+    assert "use isolation='inprocess'" in verdict.output_tail
+    assert "cannot subclass the workspace class Cart" in verdict.output_tail
+
+
+def test_workspace_exceptions_mirror_their_hierarchy_and_keep_attributes(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "errs.py": (
+                "class AppError(Exception):\n    pass\n\n\n"
+                "class NotFound(AppError, KeyError):\n"
+                "    def __init__(self, key):\n"
+                "        super().__init__(key)\n        self.key = key\n\n\n"
+                "def find(key):\n    raise NotFound(key)\n\n\n"
+                "def boom():\n    import json\n    return json.loads('{')\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_errs.py": (
+                "import json\nimport pytest\nimport errs\n\n\n"
+                "def test_hierarchy():\n"
+                "    with pytest.raises(errs.AppError) as info:\n        errs.find('k')\n"
+                "    assert isinstance(info.value, KeyError)\n"
+                "    assert isinstance(info.value, errs.NotFound)\n"
+                "    assert type(info.value).__qualname__ == 'NotFound'\n"
+                "    assert info.value.key == 'k'\n\n\n"
+                "def test_except_builtin():\n"
+                "    try:\n        errs.find('z')\n"
+                "    except KeyError as exc:\n        assert exc.args == ('z',)\n"
+                "    else:\n        raise AssertionError('not raised')\n\n\n"
+                "def test_stdlib_exception_is_the_judges_own():\n"
+                "    with pytest.raises(json.JSONDecodeError):\n        errs.boom()\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert verdict.passed, verdict.output_tail[-3000:]
+
+
+def test_callbacks_are_re_entrant_and_judge_exceptions_come_back_as_themselves(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "flow.py": (
+                "def twice(f, x):\n    return f(f(x))\n\n\n"
+                "def call(f):\n    return f()\n\n\n"
+                "def nested(f):\n    return f(lambda y: y * 10)\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_flow.py": (
+                "import pytest\nimport flow\n\n\n"
+                "class Custom(Exception):\n    pass\n\n\n"
+                "def test_twice():\n"
+                "    twice = lambda v: flow.twice(str.upper, v) + '!'\n"
+                "    assert flow.twice(twice, 'a') == 'A!!'\n\n\n"
+                "def test_judge_exception_is_itself():\n"
+                "    err = Custom('mine')\n"
+                "    def fail():\n        raise err\n"
+                "    with pytest.raises(Custom) as info:\n        flow.call(fail)\n"
+                "    assert info.value is err\n\n\n"
+                "def test_workspace_callable_passed_back():\n"
+                "    assert flow.nested(lambda g: g(4)) == 40\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert verdict.passed, verdict.output_tail[-3000:]
+
+
+# -- configuration -------------------------------------------------------------------
+
+# Which isolation ran: the subject never imports pytest, the in-process child always has.
+WHICH = (
+    "import sys\n\n\n"
+    "def mode():\n    return 'inprocess' if '_pytest' in sys.modules else 'process'\n"
+)
+
+
+def _which_task(root: Path, want: str) -> SimpleNamespace:
+    _write(root / "ws", {"which.py": WHICH})
+    _write(
+        root / "hidden",
+        {
+            "test_which.py": (
+                f"import which\n\n\ndef test_mode():\n    assert which.mode() == {want!r}\n"
+            )
+        },
+    )
+    return SimpleNamespace(ws=root / "ws", hidden=root / "hidden")
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_the_isolation_asked_for_is_the_one_that_runs(tmp_path: Path, mode: str) -> None:
+    which = _which_task(tmp_path, mode)
+    assert run_hidden_tests(which.ws, which.hidden, isolation=mode).passed
+
+
+def test_agents_config_takes_an_isolation_and_names_a_bad_one(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.ldd.agents]\ncheck = "hidden_tests:hidden/"\nisolation = "process"\n'
+    )
+    assert load_config(tmp_path).agents.isolation == "process"
+    (tmp_path / "pyproject.toml").write_text('[tool.ldd.agents]\nisolation = "threads"\n')
+    with pytest.raises(
+        InvalidSpecError, match=r"'tool.ldd.agents.isolation'.*'process' or 'inprocess'.*'threads'"
+    ):
+        load_config(tmp_path)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_grading_passes_the_isolation_to_the_sandbox(tmp_path: Path, mode: str) -> None:
+    which = _which_task(tmp_path, mode)
+    episode = Episode("which", workspace=str(which.ws))
+    graded = grade(episode, None, check=f"hidden_tests:{which.hidden}", isolation=mode)
+    assert graded.success, graded.detail
+    in_spec = grade(episode, None, check=f"hidden_tests[isolation={mode}]:{which.hidden}")
+    assert in_spec.success, in_spec.detail
+
+
+def test_a_bad_isolation_in_the_spec_is_named(tmp_path: Path) -> None:
+    which = _which_task(tmp_path, "process")
+    with pytest.raises(SandboxError, match="'isolation'"):
+        resolve_checker(f"hidden_tests[isolation=threads]:{which.hidden}")
+
+
+def test_the_agents_config_isolation_reaches_the_marker_checker(
+    pytester: pytest.Pytester,
+) -> None:
+    which = _which_task(pytester.path, "process")
+    pytester.makepyprojecttoml(
+        '[tool.ldd.agents]\ncheck = "hidden_tests:hidden/"\nisolation = "process"\n'
+    )
+    pytester.makepyfile(
+        test_agent=f"""
+        import pytest
+        from pytest_ldd.agents import Episode
+
+        @pytest.mark.metric("task_success", kind="bounded", description="solved")
+        def test_episode(ldd):
+            scores = ldd.episode(Episode("which", workspace={str(which.ws)!r}))
+            assert scores["task_success"].value == 1.0, scores["task_success"].detail
+        """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "test_agent.py")
+    result.assert_outcomes(passed=1)
+
+
+# -- the demo's tasks ----------------------------------------------------------------
+
+DEMO = Path(__file__).resolve().parent.parent / "pytest_ldd" / "demo" / "project"
+
+
+def _demo_agent() -> Any:
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("_demo_agent_for_tests", DEMO / "demo_agent.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("task", ["slugify", "fizzbuzz", "parse_duration", "merge_intervals"])
+def test_the_demo_tasks_agree_in_both_isolations(tmp_path: Path, task: str) -> None:
+    agent = _demo_agent()
+    for draft, text in agent.DRAFTS[task].items():
+        workspace = tmp_path / draft
+        workspace.mkdir()
+        (workspace / f"{task}.py").write_text(text, encoding="utf-8")
+        verdicts = {
+            mode: run_hidden_tests(workspace, DEMO / "hidden" / task, isolation=mode)
+            for mode in MODES
+        }
+        assert verdicts["process"].passed is (draft == "good"), verdicts["process"].reason
+        assert dict(verdicts["process"].outcomes) == dict(verdicts["inprocess"].outcomes)
+
+
+# -- the subject's interpreter -------------------------------------------------------
+
+
+def test_the_python_wrapper_applies_to_the_subject_alone(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {"where.py": "import os\n\n\ndef wrapped():\n    return os.environ.get('LDD_WRAPPED')\n"},
+    )
+    _write(
+        task.hidden,
+        {
+            "test_where.py": (
+                "import os\nimport where\n\n\n"
+                "def test_subject_is_wrapped():\n    assert where.wrapped() == 'yes'\n\n\n"
+                "def test_judge_is_not():\n    assert 'LDD_WRAPPED' not in os.environ\n"
+            )
+        },
+    )
+    wrapper = ["/usr/bin/env", "LDD_WRAPPED=yes", sys.executable]
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process", python=wrapper)
+    assert verdict.passed, verdict.output_tail[-3000:]
+
+
+@pytest.mark.parametrize(
+    ("python", "fragment"),
+    [
+        ("/no/such/python", "the subject interpreter cannot start"),
+        (["/bin/sh", "-c", "exit 0", "sh"], "the subject process did not start"),
+    ],
+)
+def test_a_subject_interpreter_that_cannot_serve_is_a_setup_error(
+    task: SimpleNamespace, python: Any, fragment: str
+) -> None:
+    _write(task.ws, {"m.py": "X = 1\n"})
+    _write(task.hidden, {"test_m.py": "import m\n\n\ndef test_m():\n    assert m.X == 1\n"})
+    with pytest.raises(SandboxError, match=fragment):
+        run_hidden_tests(task.ws, task.hidden, isolation="process", python=python)
+
+
+# -- proxies, up close ---------------------------------------------------------------
+
+
+@pytest.fixture
+def connected(tmp_path: Path) -> Any:
+    """A subject serving ``tmp_path/ws`` to this process, the judge's side installed."""
+    import time
+
+    ws = _write(
+        tmp_path / "ws",
+        {
+            "things.py": (
+                "class Box:\n"
+                "    def __init__(self, items):\n        self.items = list(items)\n"
+                "    def __len__(self):\n        return len(self.items)\n"
+                "    def __iter__(self):\n        return iter(self.items)\n"
+                "    def __eq__(self, other):\n"
+                "        return isinstance(other, Box) and other.items == self.items\n\n\n"
+                "class Plain:\n    pass\n\n\n"
+                "SHARED = Plain()\n\n\n"
+                "def same():\n    return SHARED\n\n\n"
+                "def live():\n    import gc\n    return len(gc.get_referrers(Plain))\n\n\n"
+                "class Oops(ValueError):\n    pass\n\n\n"
+                "def identity(value):\n    return value\n\n\n"
+                "def is_oops(value):\n    return value is Oops\n"
+            )
+        },
+    )
+    here = Path(proxies.__file__).parent
+    connection = proxies.Connection.start(
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        cwd=str(ws),
+        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
+        pythonpath=[str(ws)],
+        deadline=time.monotonic() + 60,
+    )
+    assert connection.hello() is None
+    finder = proxies.WorkspaceFinder([str(ws)])
+    previous = proxies._CONNECTION
+    proxies._CONNECTION = connection
+    sys.meta_path.append(finder)
+    try:
+        yield connection
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop("things", None)
+        proxies._CONNECTION = previous
+        connection.close()
+
+
+def test_a_proxy_has_exactly_the_special_methods_of_its_remote_type(connected: Any) -> None:
+    import collections.abc
+
+    import things  # type: ignore[import-not-found]
+
+    box = things.Box([3, 1])
+    plain = things.Plain()
+    assert len(box) == 2
+    assert sorted(box) == [1, 3]
+    assert isinstance(box, collections.abc.Sized)
+    assert not isinstance(plain, collections.abc.Sized)
+    assert not callable(plain)
+    assert callable(things.Box)
+    assert box == things.Box([3, 1])
+    assert box != things.Box([])
+    assert type(box).__hash__ is None  # __eq__ without __hash__: unhashable, as remotely
+    with pytest.raises(TypeError):
+        len(plain)
+    assert isinstance(box, things.Box)
+    assert not isinstance(plain, things.Box)
+    assert not isinstance(3, things.Box)
+
+
+def test_the_same_remote_object_is_the_same_proxy(connected: Any) -> None:
+    import things
+
+    assert things.same() is things.same()
+    assert things.Box is things.Box
+    assert things.__file__.endswith("things.py")
+    assert not hasattr(things, "__path__")
+    assert things.identity(things.Box) is things.Box
+    assert things.identity(things.Oops) is things.Oops
+    assert things.is_oops(things.Oops)  # the subject gets its own class back, not a stand-in
+    assert issubclass(things.Oops, ValueError)
+    assert things.identity(ValueError) is ValueError
+
+
+def test_copies_are_made_in_the_subject_and_pickling_is_refused(connected: Any) -> None:
+    import copy
+    import pickle
+
+    import things
+
+    box = things.Box([1, [2]])
+    twin = copy.deepcopy(box)
+    assert twin is not box
+    assert twin == box
+    assert copy.copy(box) == box
+    with pytest.raises(proxies.IsolationError, match="cannot pickle the workspace object Box"):
+        pickle.dumps(box)
+
+
+def test_a_judge_object_that_cannot_cross_makes_comparisons_fall_back(connected: Any) -> None:
+    import things
+
+    class Local:
+        pass
+
+    box = things.Box([])
+    assert (box == Local()) is False
+    with pytest.raises(proxies.IsolationError, match="cannot pass a judge object"):
+        things.Box(Local())
+
+
+def test_released_handles_are_dropped_by_the_subject(connected: Any) -> None:
+    import gc
+
+    import things
+
+    before = things.live()
+    made = [things.Plain() for _ in range(20)]
+    assert things.live() >= before
+    del made
+    gc.collect()
+    things.live()  # carries the releases
+    assert things.live() <= before + 1
+
+
+def test_a_test_that_swallows_the_subjects_death_still_fails(task: SimpleNamespace) -> None:
+    _write(task.ws, {"dies.py": "import os\n\n\ndef die():\n    os._exit(0)\n"})
+    _write(
+        task.hidden,
+        {
+            "test_dies.py": (
+                "import dies\n\n\n"
+                "def test_swallows():\n    try:\n        dies.die()\n"
+                "    except BaseException:\n        pass\n\n\n"
+                "def test_after():\n    try:\n        dies.die()\n"
+                "    except BaseException:\n        pass\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert dict(verdict.outcomes) == {
+        "test_dies.py::test_swallows": "failed",
+        "test_dies.py::test_after": "failed",
+    }
+    assert "process isolation failed during this test" in verdict.output_tail
