@@ -73,6 +73,7 @@ VALUES = [
     datetime.date(2020, 1, 2), datetime.time(23, 59, 59, 999), datetime.timedelta(-1, 5, 7),
     decimal.Decimal("-1.50"), decimal.Decimal("NaN"), fractions.Fraction(-3, 7), uuid.UUID(int=7),
     int, ValueError, type,
+    collections.OrderedDict([("b", 1), ("a", 2)]), collections.Counter("abca"),
 ]  # fmt: skip
 
 
@@ -81,6 +82,14 @@ def test_data_crosses_as_itself_with_its_exact_type(value: Any) -> None:
     got = _roundtrip(value)
     assert type(got) is type(value)
     assert got == value or (value != value and got != got)
+
+
+def test_ordered_dict_keeps_its_order_sensitive_equality() -> None:
+    moved = collections.OrderedDict([("a", 1), ("b", 2)])
+    moved.move_to_end("a")  # the OrderedDict's order, not the dict storage's
+    got = _roundtrip(moved)
+    assert list(got) == ["b", "a"]
+    assert got != collections.OrderedDict([("a", 1), ("b", 2)])
 
 
 def test_nan_crosses() -> None:

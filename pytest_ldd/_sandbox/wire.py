@@ -67,6 +67,9 @@ _PATHS = {
 _PATH_TYPES = {number: kind for kind, number in _PATHS.items()}
 _X_PATH, _X_DATETIME, _X_DATE, _X_TIME, _X_TIMEDELTA = 0, 1, 2, 3, 4
 _X_DECIMAL, _X_FRACTION, _X_UUID = 5, 6, 7
+# OrderedDict compares order-sensitively and Counter has its own equality: as plain
+# dicts they would compare differently, so the exact stdlib types cross as themselves.
+_X_ORDERED_DICT, _X_COUNTER = 8, 9
 
 # The builtin types that may cross by name: the types themselves, never functions.
 BUILTIN_TYPES = frozenset(
@@ -177,6 +180,8 @@ _STDLIB: dict[type, int] = {
     decimal.Decimal: _X_DECIMAL,
     fractions.Fraction: _X_FRACTION,
     uuid.UUID: _X_UUID,
+    collections.OrderedDict: _X_ORDERED_DICT,
+    collections.Counter: _X_COUNTER,
 }
 
 
@@ -252,6 +257,11 @@ def _stdlib_parts(value: Any) -> Any:
         return str(value)
     if cls is fractions.Fraction:
         return (value.numerator, value.denominator)
+    if cls is collections.OrderedDict:
+        # The exact stdlib type (checked above): its own order, not the dict's storage.
+        return tuple(collections.OrderedDict.items(value))
+    if cls is collections.Counter:
+        return tuple(dict.items(value))
     return value.bytes
 
 
@@ -458,6 +468,17 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         return fractions.Fraction(numerator, denominator)
     if kind == _X_UUID and type(parts) is bytes and len(parts) == 16:
         return uuid.UUID(bytes=parts)
+    if kind in (_X_ORDERED_DICT, _X_COUNTER) and type(parts) is tuple:
+        if not all(type(pair) is tuple and len(pair) == 2 for pair in parts):
+            msg = f"a malformed mapping of kind {kind}"
+            raise WireError(msg)
+        try:
+            if kind == _X_ORDERED_DICT:
+                return collections.OrderedDict(parts)
+            return collections.Counter(dict(parts))
+        except TypeError as exc:  # an unhashable key
+            msg = f"a mapping of kind {kind} with an unhashable key"
+            raise WireError(msg) from exc
     msg = f"a malformed stdlib value of kind {kind}"
     raise WireError(msg)
 
