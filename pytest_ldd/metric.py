@@ -7,8 +7,12 @@ the normalized scale [0, 1] that calibration works on.
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
 import re
+import sys
+import types
 import unicodedata
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
@@ -34,6 +38,7 @@ __all__ = [
     "MetricSpec",
     "PositiveCountMetric",
     "SignedDeltaMetric",
+    "accessor_fingerprint",
     "bounded_rate",
     "check_description",
     "metric_from_spec",
@@ -44,6 +49,70 @@ __all__ = [
 
 #: Reads a metric's raw value off a state ``theta``; deterministic, read-only.
 Accessor = Callable[[Any], Any]
+
+#: Bytecode differs between interpreters, so fingerprints are compared per tag.
+FINGERPRINT_TAG: Final = f"{sys.implementation.name}-{sys.version_info[0]}{sys.version_info[1]}"
+
+
+def accessor_fingerprint(accessor: Callable[..., Any]) -> str:
+    """``"cpython-311:<16 hex digits>"``: a digest of what ``accessor`` runs.
+
+    Functions are digested by their code objects (recursively: nested functions and
+    comprehensions), the names they use and their default values; bound methods and
+    ``functools.partial`` by the function they wrap (and the partial's arguments); a
+    callable object by its class's ``__call__``; code without a code object (written
+    in C, such as ``operator.itemgetter``) by its ``repr``, which names what it reads.
+    Variable names do not count: renaming a local is not a semantic change.
+    """
+    digest = hashlib.sha256()
+    _digest_callable(accessor, digest, depth=0)
+    return f"{FINGERPRINT_TAG}:{digest.hexdigest()[:16]}"
+
+
+def _digest_callable(obj: Any, digest: Any, *, depth: int) -> None:
+    if depth > 8:
+        digest.update(b"<deep>")
+        return
+    if isinstance(obj, functools.partial):
+        digest.update(b"partial")
+        _digest_callable(obj.func, digest, depth=depth + 1)
+        digest.update(repr((obj.args, sorted(obj.keywords.items()))).encode())
+        return
+    if isinstance(obj, types.MethodType):
+        _digest_callable(obj.__func__, digest, depth=depth + 1)
+        return
+    code = getattr(obj, "__code__", None)
+    if isinstance(code, types.CodeType):
+        _digest_code(code, digest)
+        digest.update(repr(getattr(obj, "__defaults__", None)).encode())
+        digest.update(repr(getattr(obj, "__kwdefaults__", None)).encode())
+        return
+    if callable(obj) and not isinstance(obj, (type, types.BuiltinFunctionType)):
+        call = type(obj).__call__
+        if isinstance(getattr(call, "__code__", None), types.CodeType):
+            _digest_callable(call, digest, depth=depth + 1)
+            return
+    digest.update(repr(obj).encode("utf-8", "backslashreplace"))
+
+
+def _digest_code(code: types.CodeType, digest: Any) -> None:
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _digest_code(const, digest)
+        else:
+            digest.update(_const_text(const).encode("utf-8", "backslashreplace"))
+
+
+def _const_text(const: object) -> str:
+    # A frozenset constant (``x in {"a", "b"}``) iterates in hash order, which string
+    # hashing randomizes per process: sort its members so the text is stable.
+    if isinstance(const, frozenset):
+        return "frozenset(" + ",".join(sorted(_const_text(c) for c in const)) + ")"
+    if isinstance(const, tuple):
+        return "(" + ",".join(_const_text(c) for c in const) + ")"
+    return repr(const)
 
 MetricKind = Literal["bounded", "positive", "signed"]
 Composition = Literal["weighted_sum", "max", "min"]
@@ -424,6 +493,18 @@ class Metric(ABC):
     def raw(self, theta: Any) -> Any:
         """The raw value at ``theta``: the accessor's result, or ``theta`` itself."""
         return theta if self._accessor is None else self._accessor(theta)
+
+    @property
+    def accessor_fingerprint(self) -> str | None:
+        """A digest of the accessor's code, tagged with the interpreter; None without one.
+
+        The registry keeps it beside the metric's state and warns when it changes while
+        the version does not (the seed: a semantic change needs a version bump).  What
+        it sees is the accessor's own bytecode, constants, names and defaults; what it
+        cannot see is documented in docs/decisions.md (values in closures and globals,
+        functions the accessor calls, code written in C).
+        """
+        return None if self._accessor is None else accessor_fingerprint(self._accessor)
 
     @abstractmethod
     def normalize(self, raw: Any, *, field: str = "observed") -> float:

@@ -11,6 +11,7 @@ history.  Reopened in a new process, it knows every spec from the store.  The
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -20,6 +21,7 @@ from pytest_ldd.errors import (
     InvalidObservationError,
     InvalidSpecError,
     LddError,
+    LddWarning,
     StoreCorruptError,
     UnknownMetricError,
     VersionConflictError,
@@ -44,6 +46,8 @@ class _Entry:
     history: dict[str, list[float]] = field(default_factory=dict)
     # False for a spec known only in memory (a read-only registry's registrations).
     persisted: bool = True
+    # Accessor fingerprints by interpreter tag (see Metric.accessor_fingerprint).
+    accessors: dict[str, str] = field(default_factory=dict)
 
     @property
     def spec(self) -> MetricSpec:
@@ -196,7 +200,11 @@ class MetricRegistry:
     def _is_known(self, metric: Metric | MetricSpec) -> bool:
         spec = metric.spec if isinstance(metric, Metric) else metric
         entry = self._entries.get(spec.name) if isinstance(spec, MetricSpec) else None
-        return entry is not None and entry.spec == spec and (self.read_only or entry.persisted)
+        if entry is None or entry.spec != spec or not (self.read_only or entry.persisted):
+            return False
+        # An accessor not yet fingerprinted (on this interpreter) is news to store.
+        fingerprint = metric.accessor_fingerprint if isinstance(metric, Metric) else None
+        return fingerprint is None or fingerprint.partition(":")[0] in entry.accessors
 
     def _register_into(self, entries: dict[str, _Entry], metric: Metric) -> tuple[Metric, bool]:
         """Apply one registration to ``entries``; return the metric and whether it changed."""
@@ -211,7 +219,7 @@ class MetricRegistry:
                 if diff is None:
                     # Keep the caller's object: it carries the accessor.
                     existing.metric = metric
-                    return metric, False
+                    return metric, _check_accessor(existing, metric)
                 msg = (
                     f"metric {spec.name!r} version {spec.version} is already registered with "
                     f"a different {diff!r} ({getattr(old, diff)!r} != {getattr(spec, diff)!r}): "
@@ -232,6 +240,7 @@ class MetricRegistry:
             acc=Accumulator(spec.version, start, start, keep=self.gate_for(spec.name).window),
             persisted=not self.read_only,
         )
+        _check_accessor(entries[spec.name], metric)
         if existing is not None:
             self._rebuild_dependents(entries, spec.name)
         return metric, True
@@ -392,7 +401,16 @@ class MetricRegistry:
                 )
                 raise StoreCorruptError(msg, path=source)
             history[key] = [float(v) for v in values]
-        return _Entry(metric, state, acc, history)
+        accessors = data.get("accessor_fingerprints", {})
+        if not isinstance(accessors, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in accessors.items()
+        ):
+            msg = (
+                f"{source}: state 'accessor_fingerprints' of {spec.name!r} must be an object "
+                f"of strings (got {accessors!r})"
+            )
+            raise StoreCorruptError(msg, path=source)
+        return _Entry(metric, state, acc, history, accessors=dict(accessors))
 
     def _document(self) -> dict[str, Any]:
         promotions = []
@@ -401,6 +419,8 @@ class MetricRegistry:
             acc = entry.acc
             item["calibration"] = acc.to_json(self.store.position_json(acc.start, acc.cursor))
             item["history"] = entry.history
+            if entry.accessors:
+                item["accessor_fingerprints"] = dict(sorted(entry.accessors.items()))
             promotions.append(item)
         return {
             "schema_version": SCHEMA_VERSION,
@@ -462,8 +482,42 @@ class MetricRegistry:
             self._write_locked()
 
 
+def _check_accessor(entry: _Entry, metric: Metric) -> bool:
+    """Note the accessor's fingerprint; warn when it changed without a version bump.
+
+    Returns True when the entry learnt a fingerprint it did not have (a first
+    registration with an accessor, or the first on another interpreter), so the
+    registry document is worth rewriting.  A changed fingerprint is not stored over
+    the old one: the warning repeats until the version is bumped.
+    """
+    fingerprint = metric.accessor_fingerprint
+    if fingerprint is None:
+        return False
+    tag, _, digest = fingerprint.partition(":")
+    known = entry.accessors.get(tag)
+    if known is None:
+        entry.accessors[tag] = digest
+        return True
+    if known != digest:
+        msg = (
+            f"metric {metric.name!r} version {metric.spec.version}: its accessor's code "
+            f"changed since that version was registered (fingerprint {known} != {digest}) "
+            f"but 'version' did not: bump 'version' when what it measures changes, or its "
+            f"observations change meaning"
+        )
+        warnings.warn(LddWarning(msg), stacklevel=5)
+    return False
+
+
 def _copy_entry(entry: _Entry) -> _Entry:
-    return _Entry(entry.metric, entry.state, entry.acc, dict(entry.history), entry.persisted)
+    return _Entry(
+        entry.metric,
+        entry.state,
+        entry.acc,
+        dict(entry.history),
+        entry.persisted,
+        dict(entry.accessors),
+    )
 
 
 def _frontier(entries: Mapping[str, _Entry], origin: Cursor) -> Cursor:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +24,7 @@ from pytest_ldd.errors import (
     CompositionError,
     InvalidObservationError,
     LddError,
+    LddWarning,
     StoreCorruptError,
     UnknownMetricError,
     VersionConflictError,
@@ -386,3 +389,66 @@ def test_a_payload_survives_its_trip_as_text(tmp_path: Path) -> None:
         return {p.name: p.read_bytes() for p in (store.observations_path, store.calibrations_path)}
 
     assert session(tmp_path / "text", True) == session(tmp_path / "dict", False)
+
+
+# -- accessor fingerprints -----------------------------------------------------------
+
+
+def _latency(accessor: Any) -> Any:
+    return signed_delta("drift", accessor, description="drift of the nightly latency")
+
+
+def test_an_accessor_changed_without_a_version_bump_warns(store: TraceStore) -> None:
+    MetricRegistry(store).register(_latency(lambda t: t["a"]))
+    reopened = MetricRegistry(store)
+    with pytest.warns(LddWarning, match=r"'drift' version 1: its accessor's code changed"):
+        reopened.register(_latency(lambda t: t["b"]))
+    # Not stored over the old one: the next registration still warns.
+    with pytest.warns(LddWarning, match="bump 'version'"):
+        MetricRegistry(store).register(_latency(lambda t: t["b"] * 2))
+
+
+def test_the_same_accessor_code_does_not_warn(store: TraceStore, recwarn: Any) -> None:
+    MetricRegistry(store).register(_latency(lambda t: t["a"]))
+    # Another function object with the same code, elsewhere in the file: not a change.
+    MetricRegistry(store).register(_latency(lambda theta: theta["a"]))
+    assert not [w for w in recwarn if issubclass(w.category, LddWarning)]
+
+
+def test_a_version_bump_takes_the_new_accessor_without_a_warning(
+    store: TraceStore, recwarn: Any
+) -> None:
+    MetricRegistry(store).register(_latency(lambda t: t["a"]))
+    bumped = signed_delta(
+        "drift", lambda t: t["b"], description="drift of the nightly latency", version=2
+    )
+    MetricRegistry(store).register(bumped)
+    assert not [w for w in recwarn if issubclass(w.category, LddWarning)]
+    with pytest.warns(LddWarning):
+        MetricRegistry(store).register(
+            signed_delta(
+                "drift", lambda t: -t["b"], description="drift of the nightly latency", version=2
+            )
+        )
+
+
+def test_fingerprints_are_stored_per_interpreter_and_validated(store: TraceStore) -> None:
+    MetricRegistry(store).register(_latency(lambda t: t["a"]))
+    doc = json.loads(store.metrics_path.read_text())
+    (state,) = doc["promotions"]
+    (tag,) = state["accessor_fingerprints"]
+    assert tag.startswith(sys.implementation.name)
+    # Another interpreter's fingerprint is kept, never compared with this one's.
+    state["accessor_fingerprints"]["otherpy-399"] = "0" * 16
+    store.metrics_path.write_text(json.dumps(doc))
+    MetricRegistry(store).register(_latency(lambda t: t["a"]))
+    state["accessor_fingerprints"] = ["not", "an", "object"]
+    store.metrics_path.write_text(json.dumps(doc))
+    with pytest.raises(StoreCorruptError, match="accessor_fingerprints"):
+        MetricRegistry(store)
+
+
+def test_a_spec_without_accessor_has_no_fingerprint(store: TraceStore) -> None:
+    MetricRegistry(store).register(_latency(None))
+    (state,) = json.loads(store.metrics_path.read_text())["promotions"]
+    assert "accessor_fingerprints" not in state
