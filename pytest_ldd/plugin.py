@@ -80,6 +80,7 @@ _SESSION_KEY = pytest.StashKey["LddSession"]()
 _YIELD_TESTS_KEY = pytest.StashKey[bool]()
 _YIELD_PLUGIN = "ldd-yield"
 _GATES_PLUGIN = "ldd-gates"
+_CURRENT_PLUGIN = "ldd-current"
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
 
 
@@ -150,7 +151,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is not None:
         config.pluginmanager.unregister(session)
         del config.stash[_SESSION_KEY]
-    for name in (_YIELD_PLUGIN, _GATES_PLUGIN):
+    for name in (_YIELD_PLUGIN, _GATES_PLUGIN, _CURRENT_PLUGIN):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -203,6 +204,12 @@ class _YieldTests:
 class _GateFailures:
     """Fails a test whose load-bearing gates it breached (registered as ``ldd-gates``).
 
+    A value may be observed in any phase: in a fixture's setup, in the test (a
+    function, a yield test, a ``unittest.TestCase`` method), or in a fixture's
+    teardown.  Each phase is checked when it ends, so a breach fails the phase it
+    happened in, the way pytest reports any other failure there (a teardown breach
+    is an error in the teardown phase).
+
     Registered only when some gate bound can apply (``[tool.ldd.metrics]`` bounds
     or a marker's ``le``/``lt``/``ge``/``gt``): only then can a test collect failures.
     """
@@ -210,14 +217,39 @@ class _GateFailures:
     def __init__(self, session: LddSession) -> None:
         self.session = session
 
-    @pytest.hookimpl(wrapper=True)
-    def pytest_pyfunc_call(self, pyfuncitem: pytest.Function) -> Generator[None, object, object]:
-        result = yield
-        recorder = self.session.live.get(pyfuncitem.nodeid)
-        if recorder is not None and recorder.failures:
-            failures, recorder.failures = recorder.failures, []
+    def _phase(self, item: pytest.Item) -> Generator[None, object, object]:
+        try:
+            result = yield
+        except BaseException:
+            # The phase failed already: that failure is the one shown (the breach
+            # stays in the summary), and it is not carried into the next phase.
+            self._take(item)
+            raise
+        failures = self._take(item)
+        if failures:
             pytest.fail("\n".join(failures), pytrace=False)
         return result
+
+    def _take(self, item: pytest.Item) -> list[str]:
+        recorder = self.session.live.get(item.nodeid)
+        if recorder is None or not recorder.failures:
+            return []
+        failures, recorder.failures = recorder.failures, []
+        return failures
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._phase(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        return (yield from self._phase(item))
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_teardown(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        return (yield from self._phase(item))
 
 
 def _is_generator_function(obj: object) -> bool:
@@ -251,6 +283,16 @@ class LddFixture:
         recorder = self._test_recorder
         if recorder is None:
             recorder = self._test_recorder = _recorder_for(self._item)
+        if recorder.closed:
+            # Kept past its test (in a global, a wider-scoped fixture, a thread):
+            # what it observed would belong to no test and be dropped.
+            __tracebackhide__ = True
+            pytest.fail(
+                f"the ldd fixture of {self._item.nodeid} was used after that test "
+                "ended: observe through the ldd fixture of the test that is running, "
+                "or through ldd_session in fixtures of wider scope",
+                pytrace=False,
+            )
         return recorder
 
     def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
@@ -362,10 +404,85 @@ class LddFixture:
             )
 
 
+class _SharedLddFixture(LddFixture):
+    """The ``ldd_session`` fixture: records into whichever test is running."""
+
+    __slots__ = ("_tracker",)
+
+    def __init__(self, item: pytest.Item, tracker: _CurrentTest) -> None:
+        super().__init__(item)
+        self._tracker = tracker
+
+    @property
+    def _recorder(self) -> TestRecorder:
+        item = self._tracker.item
+        if item is None:
+            __tracebackhide__ = True
+            pytest.fail(
+                "ldd_session was used while no test was running: an observation "
+                "belongs to a test (make it in a fixture's setup or teardown, or in a test)",
+                pytrace=False,
+            )
+        if item is not self._item:
+            self._item = item
+            self._test_recorder = None
+            everywhere = item.config.hook.pytest_ldd_observation
+            self._observation_hook = (
+                item.ihook.pytest_ldd_observation if everywhere.get_hookimpls() else None
+            )
+        recorder = self._test_recorder
+        if recorder is None or recorder.closed:
+            recorder = self._test_recorder = _recorder_for(item)
+        return recorder
+
+
+class _CurrentTest:
+    """Which test is running (registered as ``ldd-current`` on ldd_session's first use).
+
+    Per-test hooks cost every test of the session: only a session that asks for
+    ``ldd_session`` pays for these.
+    """
+
+    def __init__(self, item: pytest.Item | None) -> None:
+        self.item = item
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> None:
+        self.item = item
+
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        self.item = None
+
+
 @pytest.fixture
 def ldd(request: pytest.FixtureRequest) -> LddFixture:
     """Record metric observations and agent episodes from inside a test."""
-    return LddFixture(request.node)
+    fixture = LddFixture(request.node)
+    # Bound to its test now: used after the test ended, it says so instead of
+    # recording into a test that will never report again.
+    fixture._test_recorder = _recorder_for(request.node)
+    return fixture
+
+
+@pytest.fixture(scope="session")
+def ldd_session(request: pytest.FixtureRequest) -> LddFixture:
+    """The ``ldd`` fixture for fixtures of any scope (module, class, session).
+
+    Each observation belongs to the test running when it is made: a load-bearing
+    breach in a module fixture's teardown is an error in the teardown of the
+    module's last test, as pytest reports that fixture's own teardown errors.
+    """
+    manager = request.config.pluginmanager
+    tracker = manager.get_plugin(_CURRENT_PLUGIN)
+    if tracker is None:
+        # The test that first asks for it is already past pytest_runtest_setup.
+        tracker = _CurrentTest(getattr(request, "_pyfuncitem", None))
+        manager.register(tracker, _CURRENT_PLUGIN)
+    assert isinstance(tracker, _CurrentTest)
+    item = tracker.item
+    if item is None:
+        raise pytest.UsageError("pytest-ldd: ldd_session was requested outside a test")
+    return _SharedLddFixture(item, tracker)
 
 
 def _recorder_for(item: pytest.Item) -> TestRecorder:
@@ -396,7 +513,9 @@ class LddSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
-        self.recording: bool = bool(config.getoption("ldd_record"))
+        #: ``--co`` writes nothing, whatever ``--ldd`` says.
+        self.collect_only = bool(config.getoption("collectonly", False))
+        self.recording: bool = bool(config.getoption("ldd_record")) and not self.collect_only
         self.is_worker = hasattr(config, "workerinput")
         self.ctx: RunContext | None = None
         self.ledger: SessionLedger | None = None
@@ -407,13 +526,21 @@ class LddSession:
         self._declared: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         #: The recorders of the tests running or about to report, by node id.
         self.live: dict[str, TestRecorder] = {}
+        #: Tests whose current attempt pytest-rerunfailures runs again.
+        self._retried: set[str] = set()
+        #: Warnings the filters made errors (see ``_warnings_kept``).
+        self.warning_errors: list[str] = []
+        #: Errors of the session end, shown in the summary.
+        self.end_errors: list[str] = []
 
     # -- start ---------------------------------------------------------------------
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
+        _check_value_spelling(self.config)
         try:
-            self._start()
+            with self._warnings_kept():
+                self._start()
         except LddError as exc:
             raise pytest.UsageError(f"pytest-ldd: {exc}") from None
 
@@ -502,11 +629,18 @@ class LddSession:
             return
         gated = bool(self.ctx.config_bounds)
         try:
-            for item in items:
-                markers = list(item.iter_markers("metric"))
-                if markers:
-                    plan = item.stash[_PLAN_KEY] = self._plan(item, markers)
-                    gated = gated or bool(plan.bounds)
+            marked = [(item, list(item.iter_markers("metric"))) for item in items]
+            marked = [(item, markers) for item, markers in marked if markers]
+            # Every declaration (a marker with a kind) first, every reference after:
+            # whichever order the tests come in (selected by node id, shuffled,
+            # --lf), a reference sees the spec a collected test declares.
+            for item, markers in marked:
+                for mark in reversed(markers):
+                    if mark.kwargs.get("kind") is not None:
+                        self._declare_marker(item, mark)
+            for item, markers in marked:
+                plan = item.stash[_PLAN_KEY] = self._plan(item, markers)
+                gated = gated or bool(plan.bounds)
         except pytest.UsageError as exc:
             if not self.is_worker:
                 raise
@@ -540,16 +674,8 @@ class LddSession:
         check = None
         # iter_markers yields the closest marker first; declare in source order.
         for mark in reversed(markers):
-            name = self._marker_name(item, mark)
-            unknown = sorted(set(mark.kwargs) - set(MARKER_KEYWORDS))
-            if unknown:
-                raise pytest.UsageError(
-                    f"{item.nodeid}: unknown keyword {unknown[0]!r} in "
-                    f"@pytest.mark.metric({name!r}) (expected one of: "
-                    f"{', '.join(MARKER_KEYWORDS)})"
-                )
+            name = self._declare_marker(item, mark)
             try:
-                self._declare(item, name, mark.kwargs)
                 found = parse_bounds(mark.kwargs, where=f"metric {name!r}")
             except LddError as exc:
                 raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
@@ -570,6 +696,22 @@ class LddSession:
             if mark.kwargs.get("check") is not None and (check is None or name == "task_success"):
                 check = mark.kwargs["check"]
         return _TestPlan(tuple(names), bounds, predictors, check)
+
+    def _declare_marker(self, item: pytest.Item, mark: pytest.Mark) -> str:
+        """Check one ``metric`` marker and declare what it declares; its metric name."""
+        name = self._marker_name(item, mark)
+        unknown = sorted(set(mark.kwargs) - set(MARKER_KEYWORDS))
+        if unknown:
+            raise pytest.UsageError(
+                f"{item.nodeid}: unknown keyword {unknown[0]!r} in "
+                f"@pytest.mark.metric({name!r}) (expected one of: "
+                f"{', '.join(MARKER_KEYWORDS)})"
+            )
+        try:
+            self._declare(item, name, mark.kwargs)
+        except LddError as exc:
+            raise pytest.UsageError(f"{item.nodeid}: {exc}") from None
+        return name
 
     @staticmethod
     def _marker_name(item: pytest.Item, mark: pytest.Mark) -> str:
@@ -609,9 +751,10 @@ class LddSession:
             if name in CORPUS_METRICS:
                 return  # declared on first graded episode
             raise pytest.UsageError(
-                f"{item.nodeid}: metric {name!r} is not declared: give "
-                f"@pytest.mark.metric({name!r}, kind=..., description=...) or declare it "
-                f"in [tool.ldd.metrics.{name}]"
+                f"{item.nodeid}: metric {name!r} is not declared: no test collected in "
+                f"this session declares it (with kind=...), and neither [tool.ldd.metrics] "
+                f"nor the .ldd folder knows it; declare it in [tool.ldd.metrics.{name}] "
+                f"of pyproject.toml, so that it is known whichever tests are selected"
             ) from None
         for key, value in given.items():
             if getattr(spec, key) != value:
@@ -645,22 +788,39 @@ class LddSession:
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """Hand over what the test recorded since its last report.
+        """Hand over what the test recorded, with its teardown report.
 
         One hook per report does it all: in a serial run the ledger takes the
         payload straight from the test's recorder; an xdist worker attaches it to
         the report before xdist sends it (hence tryfirst) and the controller's
         ledger takes it from there.
+
+        An attempt that pytest-rerunfailures will run again (its report's outcome
+        is ``"rerun"``) records nothing and is not counted: only the final attempt
+        of a test counts, once.
         """
-        payload = None
-        recorder = self.live.get(report.nodeid)
-        if recorder is not None:
+        nodeid = report.nodeid
+        retried = report.outcome == "rerun"  # type: ignore[comparison-overlap]
+        if retried:
+            self._retried.add(nodeid)
+        elif self._retried and nodeid in self._retried:
+            # The rest of an attempt that is run again (its teardown report).
+            retried = True
             if report.when == "teardown":
-                # The test is over: its recorder is garbage, not something kept
-                # until the session ends.
-                del self.live[report.nodeid]
+                self._retried.discard(nodeid)
+        payload = None
+        # Handed over once the test (or this attempt) is over: pytest-rerunfailures
+        # runs all three phases of an attempt before it reports any of them, so only
+        # the end of an attempt knows whether its values count.
+        recorder = self.live.get(nodeid) if report.when == "teardown" or retried else None
+        if recorder is not None:
+            # Its recorder is garbage now, not something kept until the session ends.
+            recorder.closed = True
+            del self.live[nodeid]
             payload = recorder.take_payload()
-            if payload is not None and self.is_worker:
+            if retried:
+                payload = None
+            elif payload is not None and self.is_worker:
                 # As one string: execnet's serializer is paid per object.
                 from pytest_ldd.recording import payload_text
 
@@ -677,81 +837,170 @@ class LddSession:
             # Popped: the terminal reporter keeps every report until the session
             # ends, and a payload it no longer needs is memory that grows with it.
             payload = report.__dict__.pop("ldd", None)
+        if retried:
+            return
         if payload is not None and self.error is None:
             try:
-                ledger.consume(payload)
+                with self._warnings_kept():
+                    ledger.consume(payload)
             except LddError as exc:
                 # Raising here would be an INTERNALERROR (and, under xdist, kill the
                 # controller's loop); the session stops cleanly at the end instead.
-                self.error = f"{report.nodeid}: {exc}"
+                self.error = f"{nodeid}: {exc}"
         if report.when == "teardown":
             ledger.count_test()
+
+    # -- warnings ------------------------------------------------------------------------
+
+    @contextmanager
+    def _warnings_kept(self) -> Iterator[None]:
+        """Hold back the warnings of store work done inside a hook, then reissue them.
+
+        A torn line is an ``LddWarning``.  Under warnings-as-errors (``-W error``,
+        ``filterwarnings = ["error"]``) a warning raised inside a hook would abort
+        the hook half-way: an INTERNALERROR, records lost.  Held back, the work
+        completes; reissued through pytest's filters, a warning they turn into an
+        error ends the session with a named usage error (exit 4) once everything
+        recorded is written, and any other warning lands in the warnings summary.
+        """
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                yield
+            finally:
+                held = list(caught)
+        for message in held:
+            warning = message.message
+            if not isinstance(warning, Warning):
+                warning = message.category(str(warning))
+            try:
+                self.config.issue_config_time_warning(warning, stacklevel=2)
+            except Warning as exc:
+                self.warning_errors.append(
+                    f"{type(exc).__name__}: {exc} (a warning, made an error by the "
+                    "warning filters: -W / filterwarnings)"
+                )
 
     # -- end -----------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtestloop(self, session: pytest.Session) -> Generator[None, object, object]:
-        result = yield
+        try:
+            result = yield
+        except BaseException:
+            # -x, --sw, Ctrl-C, session.shouldstop: the test loop stops early, and
+            # the session still ends: what was recorded is counted and reported, and
+            # its session record says it was interrupted.
+            self._end(session, interrupted=True)
+            raise
         if self.usage_error is not None:
             raise pytest.UsageError(self.usage_error)
-        if self.ledger is not None and self.ctx is not None:
-            ledger = self.ledger
+        self._end(session, interrupted=bool(session.shouldstop or session.shouldfail))
+        if self.error is not None:
+            raise pytest.UsageError(f"pytest-ldd: {self.error}")
+        if self.warning_errors:
+            raise pytest.UsageError("pytest-ldd: " + "; ".join(self.warning_errors))
+        return result
+
+    def _end(self, session: pytest.Session, *, interrupted: bool) -> None:
+        """The end of a session: corpus pairs, states, the session record."""
+        ledger, ctx = self.ledger, self.ctx
+        if ledger is None or ctx is None or self.collect_only or self.usage_error is not None:
+            return
+        with self._warnings_kept():
             if self.error is None:
                 try:
                     ledger.finish(self.corpus_bounds)
                 except LddError as exc:
                     self.error = str(exc)
             if self.error is not None:
-                raise pytest.UsageError(f"pytest-ldd: {self.error}")
+                return
             for name, before, after in ledger.state_changes:
                 self.config.hook.pytest_ldd_state_changed(name=name, before=before, after=after)
-            self.document = ledger.document()
+            self.document = ledger.document(interrupted=interrupted)
             if self.recording:
-                store = self.ctx.registry.store
+                store = ctx.registry.store
                 try:
                     store.append_sessions([self.document])
                     store.sync([store.sessions_path])  # the logs were synced by finish()
                 except LddError as exc:
-                    raise pytest.UsageError(f"pytest-ldd: {exc}") from None
+                    self.error = str(exc)
                 finally:
                     store.close()
-            if ledger.corpus_failures:
-                session.testsfailed += 1
-        return result
+        if ledger.corpus_failures:
+            session.testsfailed += 1
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.error is not None and self.document is None and self.ledger is not None:
+            # The test loop stopped early (-x, Ctrl-C) and the end of the session
+            # failed: said here, since no usage error can replace the interruption.
+            self.end_errors.append(f"pytest-ldd: {self.error}")
         if self.document is None or self.ctx is None:
+            return
+        json_path = self.config.getoption("ldd_report")
+        html_path = self.config.getoption("ldd_html")
+        if not (json_path or html_path):
             return
         from pytest_ldd import report
 
-        json_path = self.config.getoption("ldd_report")
-        html_path = self.config.getoption("ldd_html")
-        if json_path or html_path:
-            doc = report.build_report(
-                self.ctx.registry, self.ctx.calibrator, session=self.document
+        with self._warnings_kept():
+            try:
+                doc = report.build_report(
+                    self.ctx.registry, self.ctx.calibrator, session=self.document
+                )
+            except LddError as exc:
+                self._fail_session(session, f"cannot build the report: {exc}")
+                return
+            except Exception as exc:  # never an INTERNALERROR
+                self._fail_session(
+                    session, f"cannot build the report: {type(exc).__name__}: {exc}"
+                )
+                return
+            targets = (
+                (REPORT_OPTION, json_path, report.write_json),
+                (HTML_OPTION, html_path, report.write_html),
             )
-            if json_path:
-                report.write_json(Path(self.config.invocation_params.dir, json_path), doc)
-            if html_path:
-                report.write_html(Path(self.config.invocation_params.dir, html_path), doc)
+            for option, name, write in targets:
+                if not name:
+                    continue
+                target = Path(self.config.invocation_params.dir, name)
+                try:
+                    write(target, doc)
+                except (OSError, LddError) as exc:
+                    reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                    self._fail_session(session, f"{option}: cannot write {target}: {reason}")
+        for problem in self.warning_errors:
+            self._fail_session(session, problem)
+        self.warning_errors.clear()
+
+    def _fail_session(self, session: pytest.Session, message: str) -> None:
+        """A named error after the test loop: exit status 4, said in the summary."""
+        self.end_errors.append(f"pytest-ldd: {message}")
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         mode = self.config.getoption("ldd_summary")
         doc = self.document
-        if doc is None or mode == "none":
-            return
-        if mode == "auto" and not (doc["metrics"] or doc["corpus"] or self.recording):
-            return
-        from pytest_ldd import report
+        if (
+            doc is not None
+            and mode != "none"
+            and (mode == "full" or doc["metrics"] or doc["corpus"] or self.recording)
+        ):
+            from pytest_ldd import report
 
-        terminalreporter.write_sep("=", "ldd")
-        failures = set(self.ledger.corpus_failures if self.ledger is not None else ())
-        verbose = self.config.get_verbosity() > 0
-        for line in report.render_terminal(doc, verbose=verbose):
-            if line in failures:
+            terminalreporter.write_sep("=", "ldd")
+            failures = set(self.ledger.corpus_failures if self.ledger is not None else ())
+            verbose = self.config.get_verbosity() > 0
+            for line in report.render_terminal(doc, verbose=verbose):
+                if line in failures:
+                    terminalreporter.write_line(line, red=True, bold=True)
+                else:
+                    terminalreporter.write_line(line)
+        if self.end_errors:
+            if doc is None or mode == "none":
+                terminalreporter.write_sep("=", "ldd")
+            for line in self.end_errors:
                 terminalreporter.write_line(line, red=True, bold=True)
-            else:
-                terminalreporter.write_line(line)
 
 
 def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:
@@ -775,3 +1024,54 @@ def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:
         msg = f"keyword 'normalize_scale' applies to positive and signed metrics, not {kind!r}"
         raise InvalidSpecError(msg)
     return factories[kind](name, **options)
+
+
+#: Options that take a value; pytest reads a value given as a separate argument as
+#: a test path when it chooses the rootdir (before any plugin's options are known).
+_VALUE_OPTIONS = (LDD_DIR_OPTION, REPORT_OPTION, HTML_OPTION, SUMMARY_OPTION)
+
+
+def _check_value_spelling(config: pytest.Config) -> None:
+    """Refuse ``--ldd-dir DIR`` (two arguments) where it moved pytest's rootdir.
+
+    pytest chooses its rootdir and ini file from the command line before it loads
+    plugins, so the value of ``--ldd-dir /abs/path`` is taken for a test path; when
+    that path exists the rootdir (and with it ``[tool.ldd]``) can move.  The one
+    argument spelling, ``--ldd-dir=/abs/path``, is always right.
+    """
+    args = [str(a) for a in config.invocation_params.args]
+    separated = [
+        (args[i], args[i + 1])
+        for i in range(len(args) - 1)
+        if args[i] in _VALUE_OPTIONS and not args[i + 1].startswith("-")
+    ]
+    if not separated:
+        return
+    from _pytest.config.findpaths import determine_setup
+
+    known = config.known_args_namespace
+    try:
+
+        def setup(paths: list[str]) -> tuple[Path, Path | None]:
+            found = determine_setup(
+                inifile=known.inifilename,
+                override_ini=known.override_ini,
+                args=paths,
+                rootdir_cmd_arg=known.rootdir or None,
+                invocation_dir=config.invocation_params.dir,
+            )
+            return found[0], found[1]
+
+        paths = [str(p) for p in known.file_or_dir]
+        intended = setup(paths)
+        chosen = setup(paths + [value for _, value in separated])
+    except Exception:  # another pytest's private API: nothing to tell
+        return
+    if chosen == intended:
+        return
+    option, value = separated[0]
+    raise pytest.UsageError(
+        f"pytest-ldd: {option} {value}: pytest took {value!r} for a test path when it "
+        f"chose its rootdir ({chosen[0]} instead of {intended[0]}), because it reads "
+        f"the command line before plugins load; write {option}={value} (one argument)"
+    )

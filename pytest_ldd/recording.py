@@ -193,6 +193,7 @@ class TestRecorder:
         "_tally",
         "bounds",
         "check",
+        "closed",
         "ctx",
         "failures",
         "group",
@@ -221,6 +222,8 @@ class TestRecorder:
         self.check = check
         self.group = group or nodeid
         self.failures: list[str] = []
+        #: Set once the test has reported its teardown: nothing may be recorded after.
+        self.closed = False
         self._history: dict[str, list[float]] | None = None
         self._tail: str | None = None
         self._reset()
@@ -742,8 +745,11 @@ class SessionLedger:
                     self.corpus_failures.append(message)
         return rows
 
-    def document(self) -> dict[str, Any]:
-        """The session document (see docs/report.md)."""
+    def document(self, *, interrupted: bool = False) -> dict[str, Any]:
+        """The session document (see docs/report.md).
+
+        ``interrupted``: the test loop stopped early (``-x``, ``--sw``, Ctrl-C).
+        """
         ctx = self.ctx
         changed = {name: (before, after) for name, before, after in self.state_changes}
         metrics = []
@@ -785,6 +791,7 @@ class SessionLedger:
             "started_at": self.started_at,
             "ended_at": utc_now(),
             "recording": ctx.recording,
+            "interrupted": interrupted,
             "ldd_dir": str(ctx.registry.store.ldd_dir),
             "counts": {
                 "tests": self.tests,
