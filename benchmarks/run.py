@@ -15,7 +15,10 @@ Benchmarks (``--only`` takes these names):
   ``pytest --ldd`` session on stores of 10,000, 100,000 and 1,000,000 pairs;
 - ``memory``: peak RSS of a ``--ldd`` session recording 100,000 values against
   the same session without ``--ldd``;
-- ``sandbox``: ``benchmarks/bench_sandbox.py``'s own figures, when it exists.
+- ``sandbox``: ``benchmarks/bench_sandbox.py``'s own figures, when it exists;
+- ``import_cost``: a one-test session that does not use pytest-ldd, with the
+  plugin loaded against the same interpreter started the same way with
+  ``-p no:ldd``.
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ LIMIT_OVERHEAD_VS_HARVEST: Final = 1.0
 LIMIT_HISTORY_RATIO: Final = 1.2
 LIMIT_STATUS_1M_S: Final = 0.3
 LIMIT_MEMORY_MB: Final = 50.0
+LIMIT_IMPORT_MS: Final = 5.0
 
 #: Plugin selection per flavour: each arm loads only its own recording plugin.
 _PLUGINS: Final[dict[Flavour, tuple[str, ...]]] = {
@@ -451,6 +455,55 @@ def bench_memory(settings: Settings) -> Outcome:
     return Outcome(figures, [target])
 
 
+# ----------------------------------------------------------------------------- import cost
+
+
+def _importtime_ms(stderr: str, prefix: str = "pytest_ldd") -> float:
+    """The summed self time of the modules under ``prefix`` in ``-X importtime`` output."""
+    total_us = 0
+    for line in stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        parts = line[len("import time:") :].split("|")
+        if len(parts) == 3 and parts[2].strip().startswith(prefix):
+            total_us += int(parts[0])
+    return total_us / 1000
+
+
+def bench_import_cost(settings: Settings) -> Outcome:
+    """What pytest-ldd costs a session that does not use it: its imports, its hooks."""
+    root = settings.workdir / "import_cost"
+    rmtree(root)
+    root.mkdir(parents=True)
+    (root / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    base = ("-q", *_PLUGINS["ldd"])
+    arms = [
+        Arm("with_ldd", _bind(_timed, pytest_command(*base), root)),
+        Arm("without_ldd", _bind(_timed, pytest_command(*base, "-p", "no:ldd"), root)),
+    ]
+    # Short children: more repetitions, so that the medians mean something.
+    reps = settings.reps * 3
+    settings.log(f"  import_cost: {len(arms)} arms x {reps} repetitions")
+    result = interleave(arms, reps, warmup=max(1, settings.warmup), log=settings.log)
+    delta_ms = (result.median("with_ldd") - result.median("without_ldd")) * 1000
+    command = [sys.executable, "-X", "importtime", "-m", "pytest", *base]
+    traced = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    figures: dict[str, Any] = {
+        "arms": result.to_json("s"),
+        "ratio": result.median("with_ldd") / result.median("without_ldd"),
+        "delta_ms": delta_ms,
+        "importtime_ms": _importtime_ms(traced.stderr),
+    }
+    target = Target(
+        "import_cost.delta",
+        delta_ms,
+        LIMIT_IMPORT_MS,
+        "ms",
+        "a one-test session not using pytest-ldd, loaded minus -p no:ldd (wall medians)",
+    )
+    return Outcome(figures, [target])
+
+
 # ----------------------------------------------------------------------------- sandbox
 
 
@@ -519,6 +572,7 @@ BENCHMARKS: Final[dict[str, Callable[[Settings], Outcome]]] = {
     "memory": bench_memory,
     "sandbox": bench_sandbox,
     "soak": bench_soak,
+    "import_cost": bench_import_cost,
 }
 
 

@@ -7,6 +7,7 @@ Heavy imports happen inside hooks, so loading the plugin costs next to nothing.
 from __future__ import annotations
 
 import inspect
+import time
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
@@ -18,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_ldd.errors import LddAdvisoryWarning, LddError
-from pytest_ldd.observation import Observation
 
 if TYPE_CHECKING:
     from pytest_ldd.gates import Bound
@@ -82,6 +82,8 @@ _YIELD_PLUGIN = "ldd-yield"
 _GATES_PLUGIN = "ldd-gates"
 _CURRENT_PLUGIN = "ldd-current"
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
+#: The fixtures that make a test use pytest-ldd.
+_FIXTURES = frozenset({"ldd", "ldd_session"})
 
 
 # -- registration ----------------------------------------------------------------
@@ -308,6 +310,8 @@ class LddFixture:
             pytest.fail(problem, pytrace=False)
         hook = self._observation_hook
         if hook is not None:
+            from pytest_ldd.observation import Observation
+
             hook(item=self._item, observation=Observation(name, observed, predicted))
         if breaches:
             _warn_advisory(self._item, breaches)
@@ -327,6 +331,8 @@ class LddFixture:
         if problem is not None:
             pytest.fail(problem, pytrace=False)
         if self._observation_hook is not None:
+            from pytest_ldd.observation import Observation
+
             for name, score in scores.items():
                 self._observation_hook(item=self._item, observation=Observation(name, score.value))
         _warn_advisory(self._item, breaches)
@@ -376,6 +382,8 @@ class LddFixture:
 
     def _take_yielded(self, value: Any) -> None:
         __tracebackhide__ = True
+        from pytest_ldd.observation import Observation
+
         if type(value) is Observation:
             self.observe(value.name, value.observed, value.predicted)
             return
@@ -526,6 +534,8 @@ class LddSession:
         self._declared: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
         #: The recorders of the tests running or about to report, by node id.
         self.live: dict[str, TestRecorder] = {}
+        self._started = False
+        self.started_at: str | None = None
         #: Tests whose current attempt pytest-rerunfailures runs again.
         self._retried: set[str] = set()
         #: Warnings the filters made errors (see ``_warnings_kept``).
@@ -538,6 +548,23 @@ class LddSession:
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         _check_value_spelling(self.config)
+        self.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        # A session that does not record starts pytest-ldd only once collection shows
+        # a test that uses it: most sessions on a machine with pytest-ldd installed
+        # never import its store, registry and metric modules (docs/performance.md).
+        # An xdist controller collects nothing, so it starts now.
+        if (
+            self.recording
+            or self.config.getoption("ldd_summary") == "full"
+            or self.config.pluginmanager.has_plugin("dsession")
+        ):
+            self.ensure_started()
+
+    def ensure_started(self) -> None:
+        """Open the store and the registry, once; a usage error names what is wrong."""
+        if self._started:
+            return
+        self._started = True
         try:
             with self._warnings_kept():
                 self._start()
@@ -608,7 +635,7 @@ class LddSession:
             ship_specs=self.is_worker,
         )
         if not self.is_worker:
-            self.ledger = SessionLedger(self.ctx)
+            self.ledger = SessionLedger(self.ctx, started_at=self.started_at)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_configure_node(self, node: Any) -> None:
@@ -625,12 +652,18 @@ class LddSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
-        if self.ctx is None:
-            return
-        gated = bool(self.ctx.config_bounds)
         try:
             marked = [(item, list(item.iter_markers("metric"))) for item in items]
             marked = [(item, markers) for item, markers in marked if markers]
+            if self.ctx is None and (
+                marked
+                or config.stash.get(_YIELD_TESTS_KEY, False)
+                or any(_FIXTURES & set(getattr(item, "fixturenames", ())) for item in items)
+            ):
+                self.ensure_started()
+            if self.ctx is None:
+                return
+            gated = bool(self.ctx.config_bounds)
             # Every declaration (a marker with a kind) first, every reference after:
             # whichever order the tests come in (selected by node id, shuffled,
             # --lf), a reference sees the spec a collected test declares.
@@ -770,6 +803,7 @@ class LddSession:
         """The recorder of ``item``, created on first use."""
         from pytest_ldd.recording import TestRecorder
 
+        self.ensure_started()
         if self.ctx is None:
             raise pytest.UsageError("pytest-ldd is not active in this session")
         plan = item.stash.get(_PLAN_KEY, None) or _NO_PLAN

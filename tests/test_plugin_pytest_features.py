@@ -384,7 +384,6 @@ def test_steady(ldd):
 def test_only_the_final_attempt_of_a_rerun_test_is_recorded(
     pytester: pytest.Pytester, workers: list[str]
 ) -> None:
-    pytest.importorskip("pytest_rerunfailures")
     pytester.makepyfile(test_flaky=FLAKY)
     result = run(pytester, "--ldd", "--reruns", "2", *workers)
     assert result.parseoutcomes() == {"passed": 2, "rerun": 2}
@@ -513,3 +512,45 @@ def test_ldd_dir_in_two_arguments_is_fine_where_it_moves_nothing(
     result = run(pytester, "--ldd", "--ldd-dir", "store")
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     assert len(read_jsonl(pytester.path / "store" / "metric_calibrations.jsonl")) == 1
+
+
+# -- item 10: what a session that does not use pytest-ldd imports ----------------------
+
+MODULES_AT_THE_END = """
+import sys
+
+def pytest_unconfigure():
+    loaded = sorted(m for m in sys.modules if m.startswith("pytest_ldd"))
+    print("LOADED", " ".join(loaded))
+"""
+
+#: What loading the plugin may cost a session that does not use it.
+CHEAP = {"pytest_ldd", "pytest_ldd.plugin", "pytest_ldd.errors", "pytest_ldd.hookspecs"}
+
+
+def loaded_modules(result: pytest.RunResult) -> set[str]:
+    for line in result.stdout.lines:
+        if line.startswith("LOADED"):
+            return set(line.split()[1:])
+    raise AssertionError(result.stdout.str())
+
+
+def test_a_session_that_does_not_use_the_plugin_imports_next_to_nothing(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makeconftest(MODULES_AT_THE_END)
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    assert result.ret == 0
+    assert loaded_modules(result) <= CHEAP
+
+
+def test_a_session_that_uses_the_plugin_starts_it(pytester: pytest.Pytester) -> None:
+    load_bearing_build(pytester)
+    pytester.makeconftest(MODULES_AT_THE_END)
+    pytester.makepyfile(test_plain="def test_slow(ldd):\n    ldd.observe('build_s', 250)\n")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
+    assert result.ret == 1
+    result.stdout.fnmatch_lines([f"*{GATE_FAILURE}*"])
+    assert "pytest_ldd.registry" in loaded_modules(result)
