@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import inspect
 import time
+import unittest
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import FunctionType
@@ -28,8 +29,10 @@ if TYPE_CHECKING:
 __all__ = [
     "HTML_OPTION",
     "LDD_DIR_OPTION",
+    "OFF_OPTION",
     "RECORD_OPTION",
     "REPORT_OPTION",
+    "SUMMARY_OPTION",
     "LddFixture",
 ]
 
@@ -39,6 +42,7 @@ LDD_DIR_OPTION = "--ldd-dir"
 REPORT_OPTION = "--ldd-report"
 HTML_OPTION = "--ldd-html"
 SUMMARY_OPTION = "--ldd-summary"
+OFF_OPTION = "--ldd-off"
 
 MARKER_KEYWORDS = (
     "kind",
@@ -110,6 +114,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="The .ldd folder to use (default: <rootdir>/.ldd, or [tool.ldd] dir).",
     )
     group.addoption(
+        OFF_OPTION,
+        action="store_true",
+        dest="ldd_off",
+        default=False,
+        help=(
+            "Switch pytest-ldd off for this session but keep the project runnable: the "
+            "metric marker, the ldd fixtures and yield tests still work, and nothing is "
+            "recorded, gated or read from .ldd/ (unlike -p no:ldd). Wins over --ldd."
+        ),
+    )
+    group.addoption(
         REPORT_OPTION,
         dest="ldd_report",
         metavar="FILE.json",
@@ -129,8 +144,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=("auto", "full", "none"),
         default="auto",
         help=(
-            "The 'ldd' terminal section: 'auto' shows it when a metric was touched or "
-            "the session records, 'full' always, 'none' never."
+            "The 'ldd' terminal section: 'auto' shows it when a metric was touched, an "
+            "episode graded, or the session records; 'full' always; 'none' never."
         ),
     )
 
@@ -193,14 +208,38 @@ class _YieldTests:
             return None
         funcargs = pyfuncitem.funcargs
         testargs = {arg: funcargs[arg] for arg in pyfuncitem._fixtureinfo.argnames}
-        generator = testfunction(**testargs)
-        fixture = LddFixture(pyfuncitem)
-        try:
-            for value in generator:
-                fixture._take_yielded(value)
-        finally:
-            generator.close()
+        _run_yielded(pyfuncitem, testfunction(**testargs))
         return True
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> None:
+        """Run a generator method of a ``unittest.TestCase`` the same way.
+
+        unittest calls the method and drops the generator it returns, so nothing
+        after the first ``yield`` would run: the item gets a method that runs it.
+        """
+        if not isinstance(item, pytest.Function) or not _is_unittest_generator(item):
+            return
+        method = item.obj
+
+        def run_generator_method() -> None:
+            __tracebackhide__ = True
+            _run_yielded(item, method())
+
+        # pytest calls item.obj in place of the instance's method (its tracing hook
+        # for --pdb --trace wraps it the same way).
+        item.obj = run_generator_method
+
+
+def _run_yielded(item: pytest.Item, generator: Generator[Any, None, None]) -> None:
+    """Treat each value a yield test yields as an observation."""
+    __tracebackhide__ = True
+    fixture = _fixture_for(item)
+    try:
+        for value in generator:
+            fixture._take_yielded(value)
+    finally:
+        generator.close()
 
 
 class _GateFailures:
@@ -252,6 +291,15 @@ class _GateFailures:
         self, item: pytest.Item, nextitem: pytest.Item | None
     ) -> Generator[None, object, object]:
         return (yield from self._phase(item))
+
+
+def _is_unittest_generator(item: pytest.Item) -> bool:
+    cls = getattr(item, "cls", None)
+    return (
+        cls is not None
+        and issubclass(cls, unittest.TestCase)
+        and _is_generator_function(getattr(cls, item.name, None))
+    )
 
 
 def _is_generator_function(obj: object) -> bool:
@@ -444,6 +492,37 @@ class _SharedLddFixture(LddFixture):
         return recorder
 
 
+class _OffFixture(LddFixture):
+    """The ``ldd`` fixture under ``--ldd-off``: every call is accepted, nothing is kept."""
+
+    __slots__ = ()
+
+    @property
+    def _recorder(self) -> TestRecorder:
+        __tracebackhide__ = True
+        pytest.fail("pytest-ldd is off in this session (--ldd-off)", pytrace=False)
+
+    def observe(self, name: str, observed: Any, predicted: Any = None) -> None:
+        """Accept and drop one value."""
+
+    def episode(self, episode: Any, gold: Any = None) -> dict[str, Any]:
+        """Accept and drop one episode; no scores."""
+        return {}
+
+    @contextmanager
+    def gate(self, name: str) -> Iterator[None]:
+        """Gates are off: a failed assertion inside is dropped."""
+        with suppress(AssertionError):
+            yield
+
+    def is_load_bearing(self, name: str) -> bool:
+        """Nothing is load-bearing while pytest-ldd is off."""
+        return False
+
+    def _take_yielded(self, value: Any) -> None:
+        pass
+
+
 class _CurrentTest:
     """Which test is running (registered as ``ldd-current`` on ldd_session's first use).
 
@@ -465,6 +544,8 @@ class _CurrentTest:
 @pytest.fixture
 def ldd(request: pytest.FixtureRequest) -> LddFixture:
     """Record metric observations and agent episodes from inside a test."""
+    if request.config.stash[_SESSION_KEY].off:
+        return _OffFixture(request.node)
     fixture = LddFixture(request.node)
     # Bound to its test now: used after the test ended, it says so instead of
     # recording into a test that will never report again.
@@ -480,6 +561,8 @@ def ldd_session(request: pytest.FixtureRequest) -> LddFixture:
     breach in a module fixture's teardown is an error in the teardown of the
     module's last test, as pytest reports that fixture's own teardown errors.
     """
+    if request.config.stash[_SESSION_KEY].off:
+        return _OffFixture(request.node)
     manager = request.config.pluginmanager
     tracker = manager.get_plugin(_CURRENT_PLUGIN)
     if tracker is None:
@@ -491,6 +574,12 @@ def ldd_session(request: pytest.FixtureRequest) -> LddFixture:
     if item is None:
         raise pytest.UsageError("pytest-ldd: ldd_session was requested outside a test")
     return _SharedLddFixture(item, tracker)
+
+
+def _fixture_for(item: pytest.Item) -> LddFixture:
+    if item.config.stash[_SESSION_KEY].off:
+        return _OffFixture(item)
+    return LddFixture(item)
 
 
 def _recorder_for(item: pytest.Item) -> TestRecorder:
@@ -523,7 +612,11 @@ class LddSession:
         self.config = config
         #: ``--co`` writes nothing, whatever ``--ldd`` says.
         self.collect_only = bool(config.getoption("collectonly", False))
-        self.recording: bool = bool(config.getoption("ldd_record")) and not self.collect_only
+        #: ``--ldd-off``: markers, fixtures and yield tests work; nothing else happens.
+        self.off = bool(config.getoption("ldd_off"))
+        self.recording: bool = (
+            bool(config.getoption("ldd_record")) and not self.collect_only and not self.off
+        )
         self.is_worker = hasattr(config, "workerinput")
         self.ctx: RunContext | None = None
         self.ledger: SessionLedger | None = None
@@ -562,7 +655,7 @@ class LddSession:
 
     def ensure_started(self) -> None:
         """Open the store and the registry, once; a usage error names what is wrong."""
-        if self._started:
+        if self._started or self.off:
             return
         self._started = True
         try:
@@ -652,6 +745,13 @@ class LddSession:
     def pytest_collection_modifyitems(
         self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
     ) -> None:
+        manager = config.pluginmanager
+        if any(_is_unittest_generator(item) for item in items):
+            config.stash[_YIELD_TESTS_KEY] = True
+        if config.stash.get(_YIELD_TESTS_KEY, False) and not manager.has_plugin(_YIELD_PLUGIN):
+            manager.register(_YieldTests(), _YIELD_PLUGIN)
+        if self.off:
+            return
         try:
             marked = [(item, list(item.iter_markers("metric"))) for item in items]
             marked = [(item, markers) for item, markers in marked if markers]
@@ -684,9 +784,6 @@ class LddSession:
             workeroutput["ldd_usage_error"] = str(exc)
             items.clear()
             return
-        manager = config.pluginmanager
-        if config.stash.get(_YIELD_TESTS_KEY, False) and not manager.has_plugin(_YIELD_PLUGIN):
-            manager.register(_YieldTests(), _YIELD_PLUGIN)
         if gated and not manager.has_plugin(_GATES_PLUGIN):
             manager.register(_GateFailures(self), _GATES_PLUGIN)
 

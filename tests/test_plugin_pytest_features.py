@@ -554,3 +554,82 @@ def test_a_session_that_uses_the_plugin_starts_it(pytester: pytest.Pytester) -> 
     assert result.ret == 1
     result.stdout.fnmatch_lines([f"*{GATE_FAILURE}*"])
     assert "pytest_ldd.registry" in loaded_modules(result)
+
+
+# -- item 8: generator methods of unittest.TestCase ----------------------------------
+
+UNITTEST_GENERATOR = """
+import unittest
+from pytest_ldd import Observation
+
+class TestBuild(unittest.TestCase):
+    def test_build(self):
+        yield Observation("build_s", 100, predicted=100)
+        print("AFTER THE YIELD")
+        yield Observation("build_s", {second}, predicted=100)
+"""
+
+
+@SERIAL_AND_XDIST
+def test_a_unittest_generator_method_runs_to_its_end(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_build=UNITTEST_GENERATOR.format(second=120))
+    result = run(pytester, "--ldd", "-s", *workers)
+    result.assert_outcomes(passed=1)
+    pairs = read_jsonl(pytester.path / ".ldd" / "metric_calibrations.jsonl")
+    assert [p["raw_observed"] for p in pairs] == [100, 120]
+    if not workers:
+        result.stdout.fnmatch_lines(["*AFTER THE YIELD*"])
+
+
+@SERIAL_AND_XDIST
+def test_a_unittest_generator_method_is_gated(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    load_bearing_build(pytester)
+    pytester.makepyfile(test_build=UNITTEST_GENERATOR.format(second=250))
+    result = run(pytester, *workers)
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([f"*{GATE_FAILURE}*"])
+
+
+# -- item 9: the off switch -----------------------------------------------------------
+
+USES_EVERYTHING = """
+import pytest
+from pytest_ldd import Observation
+
+@pytest.mark.metric("build_s", le=200)
+def test_yields():
+    yield Observation("build_s", 250)
+
+def test_fixture(ldd):
+    ldd.observe("build_s", 250)
+    with ldd.gate("build_s"):
+        assert False, "gated"
+    assert ldd.is_load_bearing("build_s") is False
+
+@pytest.fixture(scope="module")
+def shared(ldd_session):
+    ldd_session.observe("build_s", 250)
+
+def test_shared(shared):
+    pass
+"""
+
+
+@SERIAL_AND_XDIST
+def test_ldd_off_keeps_a_project_runnable_and_touches_nothing(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    load_bearing_build(pytester)
+    pytester.makepyfile(test_all=USES_EVERYTHING)
+    before = snapshot(pytester.path / ".ldd")
+    result = run(pytester, "--strict-markers", "--ldd", "--ldd-off", *workers)
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=3)
+    assert snapshot(pytester.path / ".ldd") == before
+    # And without the switch the same project fails its load-bearing gates.
+    assert run(pytester, "--strict-markers", *workers).ret == 1
