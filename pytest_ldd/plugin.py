@@ -6,6 +6,7 @@ Heavy imports happen inside hooks, so loading the plugin costs next to nothing.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import time
 import unittest
@@ -85,6 +86,7 @@ _YIELD_TESTS_KEY = pytest.StashKey[bool]()
 _YIELD_PLUGIN = "ldd-yield"
 _GATES_PLUGIN = "ldd-gates"
 _CURRENT_PLUGIN = "ldd-current"
+_HYPOTHESIS_PLUGIN = "ldd-hypothesis"
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
 #: The fixtures that make a test use pytest-ldd.
 _FIXTURES = frozenset({"ldd", "ldd_session"})
@@ -168,7 +170,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is not None:
         config.pluginmanager.unregister(session)
         del config.stash[_SESSION_KEY]
-    for name in (_YIELD_PLUGIN, _GATES_PLUGIN, _CURRENT_PLUGIN):
+    for name in (_YIELD_PLUGIN, _GATES_PLUGIN, _CURRENT_PLUGIN, _HYPOTHESIS_PLUGIN):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -240,6 +242,68 @@ def _run_yielded(item: pytest.Item, generator: Generator[Any, None, None]) -> No
             fixture._take_yielded(value)
     finally:
         generator.close()
+
+
+class _HypothesisExamples:
+    """Records one example per ``@given`` test run (registered as ``ldd-hypothesis``).
+
+    Hypothesis calls the test body once per example, shrinking included; only the
+    last example counts (the failing one when the test fails).  A body that is a
+    generator (a yield test under ``@given``) is run by pytest-ldd.  Both go
+    through ``test.hypothesis.inner_test``, the seam Hypothesis offers plugins.
+    """
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, object, object]:
+        handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+        inner = getattr(handle, "inner_test", None)
+        if handle is None or inner is None:
+            return (yield)
+        uses_ldd = (
+            _is_generator_function(inner)
+            or _PLAN_KEY in item.stash
+            or _FIXTURES.intersection(getattr(item, "fixturenames", ()))
+        )
+        if not uses_ldd:
+            return (yield)
+        handle.inner_test = _one_example_at_a_time(item, inner)
+        try:
+            return (yield)
+        finally:
+            handle.inner_test = inner
+
+
+def _one_example_at_a_time(item: pytest.Item, inner: Callable[..., Any]) -> Callable[..., Any]:
+    session = item.config.stash[_SESSION_KEY]
+    is_generator = _is_generator_function(inner)
+    first: list[tuple[Any, ...]] = []
+
+    @functools.wraps(inner)
+    def one_example(*args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if not session.off:
+            recorder = session.live.get(item.nodeid) or _recorder_for(item)
+            if first:
+                recorder.restore(first[0])
+            else:
+                first.append(recorder.checkpoint())
+        result = inner(*args, **kwargs)
+        if is_generator:
+            _run_yielded(item, result)
+            return None
+        return result
+
+    return one_example
+
+
+def _is_hypothesis_test(item: pytest.Item) -> bool:
+    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+    return getattr(handle, "inner_test", None) is not None
+
+
+def _is_hypothesis_yield_test(item: pytest.Item) -> bool:
+    handle = getattr(getattr(item, "obj", None), "hypothesis", None)
+    return _is_generator_function(getattr(handle, "inner_test", None))
 
 
 class _GateFailures:
@@ -748,6 +812,11 @@ class LddSession:
         manager = config.pluginmanager
         if any(_is_unittest_generator(item) for item in items):
             config.stash[_YIELD_TESTS_KEY] = True
+        hypothesis_tests = [item for item in items if _is_hypothesis_test(item)]
+        if any(_is_hypothesis_yield_test(item) for item in hypothesis_tests):
+            config.stash[_YIELD_TESTS_KEY] = True
+        if hypothesis_tests and not manager.has_plugin(_HYPOTHESIS_PLUGIN):
+            manager.register(_HypothesisExamples(), _HYPOTHESIS_PLUGIN)
         if config.stash.get(_YIELD_TESTS_KEY, False) and not manager.has_plugin(_YIELD_PLUGIN):
             manager.register(_YieldTests(), _YIELD_PLUGIN)
         if self.off:

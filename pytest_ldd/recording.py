@@ -240,6 +240,42 @@ class TestRecorder:
         self._gates: dict[str, list[str]] | None = None
         self._tally: CorpusTally | None = None
 
+    def checkpoint(self) -> tuple[Any, ...]:
+        """What has been recorded so far, to :meth:`restore` later.
+
+        Hypothesis runs one test body many times; only the last example counts,
+        so each example starts from the checkpoint taken before the first.
+        """
+        return (
+            {name: list(counts) for name, counts in self._counts.items()},
+            list(self._observations),
+            list(self._pairs),
+            list(self._errors),
+            None if self._breaches is None else list(self._breaches),
+            None if self._history_out is None else list(self._history_out),
+            None if self._gates is None else {k: list(v) for k, v in self._gates.items()},
+            None if self._history is None else {k: list(v) for k, v in self._history.items()},
+            list(self.failures),
+            self._tally is None,
+        )
+
+    def restore(self, checkpoint: tuple[Any, ...]) -> None:
+        """Forget what was recorded since ``checkpoint`` (see :meth:`checkpoint`)."""
+        counts, observations, pairs, errors, breaches, history_out, gates, history = checkpoint[:8]
+        self._counts = {name: list(c) for name, c in counts.items()}
+        self._observations = list(observations)
+        self._pairs = list(pairs)
+        self._errors = list(errors)
+        self._breaches = None if breaches is None else list(breaches)
+        self._history_out = None if history_out is None else list(history_out)
+        self._gates = None if gates is None else {k: list(v) for k, v in gates.items()}
+        self._history = None if history is None else {k: list(v) for k, v in history.items()}
+        self.failures = list(checkpoint[8])
+        if checkpoint[9]:
+            # Episodes graded by an earlier example; a checkpoint taken after an
+            # episode keeps the tally as it is now (one test, one tally).
+            self._tally = None
+
     # -- observing ---------------------------------------------------------------
 
     def observe(self, name: str, observed: Any, predicted: Any = None) -> list[Breach]:

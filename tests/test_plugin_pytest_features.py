@@ -633,3 +633,60 @@ def test_ldd_off_keeps_a_project_runnable_and_touches_nothing(
     assert snapshot(pytester.path / ".ldd") == before
     # And without the switch the same project fails its load-bearing gates.
     assert run(pytester, "--strict-markers", *workers).ret == 1
+
+
+# -- item 6: Hypothesis ----------------------------------------------------------------
+
+GIVEN = """
+import pytest
+from hypothesis import given, settings, strategies as st
+from pytest_ldd import Observation
+
+@settings(database=None, max_examples=30)
+@given(st.integers(0, 100))
+def test_yields(x):
+    yield Observation("build_s", x, predicted=x)
+
+@settings(database=None, max_examples=30)
+@given(x=st.integers(0, 100))
+def test_fixture(ldd_session, x):
+    ldd_session.observe("build_s", x, predicted=x)
+"""
+
+GIVEN_FAILING = """
+from hypothesis import given, settings, strategies as st
+
+@settings(database=None, max_examples=200)
+@given(st.integers(0, 100))
+def test_fails(ldd_session, x):
+    ldd_session.observe("build_s", x, predicted=x)
+    assert x < 50
+"""
+
+
+@SERIAL_AND_XDIST
+def test_a_given_test_records_one_example_per_run(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_given=GIVEN)
+    result = run(pytester, "--ldd", *workers)
+    result.assert_outcomes(passed=2)
+    pairs = read_jsonl(pytester.path / ".ldd" / "metric_calibrations.jsonl")
+    assert sorted(p["nodeid"] for p in pairs) == [
+        "test_given.py::test_fixture",
+        "test_given.py::test_yields",
+    ]
+
+
+@SERIAL_AND_XDIST
+def test_a_failing_given_test_records_its_failing_example(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_given=GIVEN_FAILING)
+    result = run(pytester, "--ldd", *workers)
+    result.assert_outcomes(failed=1)
+    observations = read_jsonl(pytester.path / ".ldd" / "observations.jsonl")
+    # The shrunk failing example, once.
+    assert [o["raw"] for o in observations] == [50]
