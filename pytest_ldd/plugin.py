@@ -185,6 +185,15 @@ def pytest_pycollect_makeitem(
 ) -> list[pytest.Function] | None:
     """Collect generator test functions, which pytest alone refuses."""
     func = getattr(obj, "__func__", obj)
+    if inspect.isasyncgenfunction(func) and collector.istestfunction(obj, name):
+        # pytest-asyncio marks an async generator test xfail and runs nothing: a
+        # test whose observations silently vanish.  Refused, with what to do instead.
+        msg = (
+            f"{collector.nodeid}::{name} is an async generator: pytest-ldd runs "
+            "generator tests, not async ones; write an async def test that observes "
+            "through the ldd fixture (ldd.observe(...)) instead of yielding"
+        )
+        raise pytest.Collector.CollectError(msg)
     if not _is_generator_function(func) or not getattr(func, "__test__", True):
         return None
     if not collector.istestfunction(obj, name):

@@ -690,3 +690,30 @@ def test_a_failing_given_test_records_its_failing_example(
     observations = read_jsonl(pytester.path / ".ldd" / "observations.jsonl")
     # The shrunk failing example, once.
     assert [o["raw"] for o in observations] == [50]
+
+
+# -- item 7: async generator tests ---------------------------------------------------
+
+
+@SERIAL_AND_XDIST
+def test_an_async_generator_test_is_refused_at_collection(
+    pytester: pytest.Pytester, workers: list[str]
+) -> None:
+    pytester.makepyfile(
+        test_async="""
+        from pytest_ldd import Observation
+
+        async def test_agen():
+            yield Observation("build_s", 1)
+
+        def test_plain():
+            pass
+        """
+    )
+    result = run(pytester, *workers)
+    # A collection error: serially the session is interrupted, xdist reports it failed.
+    assert result.ret == (1 if workers else 2)
+    result.stdout.fnmatch_lines(
+        ["*test_async.py::test_agen is an async generator: pytest-ldd runs generator tests*"]
+    )
+    assert "xfail" not in result.stdout.str()
