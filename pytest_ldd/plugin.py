@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HTML_OPTION",
+    "JUNIT_INI",
     "LDD_DIR_OPTION",
     "OFF_OPTION",
     "RECORD_OPTION",
@@ -44,6 +45,7 @@ REPORT_OPTION = "--ldd-report"
 HTML_OPTION = "--ldd-html"
 SUMMARY_OPTION = "--ldd-summary"
 OFF_OPTION = "--ldd-off"
+JUNIT_INI = "ldd_junit_properties"
 
 MARKER_KEYWORDS = (
     "kind",
@@ -148,6 +150,16 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help=(
             "The 'ldd' terminal section: 'auto' shows it when a metric was touched, an "
             "episode graded, or the session records; 'full' always; 'none' never."
+        ),
+    )
+
+    parser.addini(
+        JUNIT_INI,
+        type="bool",
+        default=False,
+        help=(
+            "Record every observation as <property> elements of its test in JUnit XML "
+            "(--junitxml): ldd.NAME = observed value, ldd.NAME.predicted = prediction."
         ),
     )
 
@@ -429,6 +441,11 @@ class LddFixture:
         if problem is not None:
             # Failing outside the except block keeps the message from being shown twice.
             pytest.fail(problem, pytrace=False)
+        if self._item.config.stash[_SESSION_KEY].junit_properties:
+            properties = self._item.user_properties
+            properties.append((f"ldd.{name}", observed))
+            if predicted is not None:
+                properties.append((f"ldd.{name}.predicted", predicted))
         hook = self._observation_hook
         if hook is not None:
             from pytest_ldd.observation import Observation
@@ -451,6 +468,9 @@ class LddFixture:
             problem = f"{getattr(episode, 'task_id', episode)!r}: {exc}"
         if problem is not None:
             pytest.fail(problem, pytrace=False)
+        if self._item.config.stash[_SESSION_KEY].junit_properties:
+            for name, score in scores.items():
+                self._item.user_properties.append((f"ldd.{name}", score.value))
         if self._observation_hook is not None:
             from pytest_ldd.observation import Observation
 
@@ -685,6 +705,8 @@ class LddSession:
         self.config = config
         #: ``--co`` writes nothing, whatever ``--ldd`` says.
         self.collect_only = bool(config.getoption("collectonly", False))
+        #: ``ldd_junit_properties``: observations become JUnit XML properties.
+        self.junit_properties = bool(config.getini(JUNIT_INI))
         #: ``--ldd-off``: markers, fixtures and yield tests work; nothing else happens.
         self.off = bool(config.getoption("ldd_off"))
         self.recording: bool = (

@@ -717,3 +717,44 @@ def test_an_async_generator_test_is_refused_at_collection(
         ["*test_async.py::test_agen is an async generator: pytest-ldd runs generator tests*"]
     )
     assert "xfail" not in result.stdout.str()
+
+
+# -- JUnit XML properties --------------------------------------------------------------
+
+
+@SERIAL_AND_XDIST
+def test_junit_properties_switch(pytester: pytest.Pytester, workers: list[str]) -> None:
+    pytester.makepyprojecttoml(
+        BUILD_METRIC + "\n[tool.pytest.ini_options]\nldd_junit_properties = true\n"
+    )
+    pytester.makepyfile(
+        test_build="""
+        from pytest_ldd import Observation
+
+        def test_fixture(ldd):
+            ldd.observe("build_s", 120, predicted=110)
+
+        def test_yields():
+            yield Observation("build_s", 130)
+        """
+    )
+    result = run(pytester, "--junitxml=report.xml", *workers)
+    assert result.ret == 0
+    import xml.etree.ElementTree as ET
+
+    cases = ET.parse(pytester.path / "report.xml").getroot().iter("testcase")
+    found = {
+        case.get("name"): [(p.get("name"), p.get("value")) for p in case.iter("property")]
+        for case in cases
+    }
+    assert found == {
+        "test_fixture": [("ldd.build_s", "120"), ("ldd.build_s.predicted", "110")],
+        "test_yields": [("ldd.build_s", "130")],
+    }
+
+
+def test_no_junit_properties_by_default(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_build="def test_fixture(ldd):\n    ldd.observe('build_s', 120)\n")
+    assert run(pytester, "--junitxml=report.xml").ret == 0
+    assert "<property" not in (pytester.path / "report.xml").read_text()
