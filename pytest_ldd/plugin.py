@@ -683,6 +683,31 @@ def _recorder_for(item: pytest.Item) -> TestRecorder:
     return recorder
 
 
+def _warn_nested_store(ldd_dir: Path, rootpath: Path) -> None:
+    """Warn before a session makes a new ``.ldd`` folder below an existing one.
+
+    Without a pytest config file, pytest's rootdir is the folder pytest was run
+    from: run from a subfolder, a project would start a second, empty store.
+    """
+    if ldd_dir.exists():
+        return
+    for parent in ldd_dir.resolve().parent.parents:
+        above = parent / ".ldd"
+        if (above / "metrics.json").is_file():
+            from pytest_ldd.errors import LddWarning
+
+            warnings.warn(
+                LddWarning(
+                    f"pytest-ldd creates a new store {ldd_dir} below the store {above}: "
+                    f"pytest's rootdir is {rootpath}. Run pytest from the project folder, "
+                    "give the project a pytest config (e.g. [tool.pytest.ini_options] in "
+                    "pyproject.toml), or pass --ldd-dir=... to use the existing store"
+                ),
+                stacklevel=2,
+            )
+            return
+
+
 def _warn_advisory(item: pytest.Item, breaches: list[Breach]) -> None:
     advisory = [b for b in breaches if not b.enforced]
     if not advisory:
@@ -775,6 +800,8 @@ class LddSession:
             ldd_dir = Path(config.invocation_params.dir, option_dir)
         else:
             ldd_dir = ldd_config.ldd_dir or rootpath / ".ldd"
+        if self.recording and not self.is_worker:
+            _warn_nested_store(ldd_dir, rootpath)
         store = TraceStore(rootpath, ldd_dir=ldd_dir)
         # Workers never write: the controller owns the .ldd folder.
         registry = ldd_config.open_registry(store, read_only=not self.recording or self.is_worker)

@@ -758,3 +758,27 @@ def test_no_junit_properties_by_default(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_build="def test_fixture(ldd):\n    ldd.observe('build_s', 120)\n")
     assert run(pytester, "--junitxml=report.xml").ret == 0
     assert "<property" not in (pytester.path / "report.xml").read_text()
+
+
+# -- a second store below the first ---------------------------------------------------
+
+
+def test_a_new_store_below_an_existing_one_is_warned_about(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    test = "def test_fixture(ldd):\n    ldd.observe('build_s', 120, predicted=100)\n"
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_top=test)
+    assert run(pytester, "--ldd").ret == 0
+    sub = pytester.mkdir("sub")
+    (sub / "test_sub.py").write_text(test)
+    (sub / "pyproject.toml").write_text(BUILD_METRIC)  # its own rootdir, no pytest config
+    monkeypatch.chdir(sub)
+    result = run(pytester, "--ldd", "-W", "default")
+    assert result.ret == 0, result.stdout.str()
+    result.stdout.fnmatch_lines(
+        [f"*LddWarning: pytest-ldd creates a new store {sub / '.ldd'} below the store*"]
+    )
+    # Only when it is new: the next session says nothing.
+    result = run(pytester, "--ldd", "-W", "default")
+    assert "creates a new store" not in result.stdout.str()
