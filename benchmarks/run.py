@@ -485,21 +485,28 @@ def bench_import_cost(settings: Settings) -> Outcome:
     reps = settings.reps * 3
     settings.log(f"  import_cost: {len(arms)} arms x {reps} repetitions")
     result = interleave(arms, reps, warmup=max(1, settings.warmup), log=settings.log)
-    delta_ms = (result.median("with_ldd") - result.median("without_ldd")) * 1000
+    # A 5 ms budget on a child of about 300 ms: the wall time of such short children
+    # swings by tens of ms on a shared machine, their CPU time far less.  The target
+    # is judged on CPU medians; the wall figures are recorded beside them.
+    cpu_delta_ms = (
+        result.median("with_ldd", "cpu_s") - result.median("without_ldd", "cpu_s")
+    ) * 1000
     command = [sys.executable, "-X", "importtime", "-m", "pytest", *base]
     traced = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
     figures: dict[str, Any] = {
         "arms": result.to_json("s"),
-        "ratio": result.median("with_ldd") / result.median("without_ldd"),
-        "delta_ms": delta_ms,
+        "ratio": result.ratio("with_ldd", "without_ldd"),
+        "cpu_ratio": result.ratio("with_ldd", "without_ldd", "cpu_s"),
+        "wall_delta_ms": (result.median("with_ldd") - result.median("without_ldd")) * 1000,
+        "cpu_delta_ms": cpu_delta_ms,
         "importtime_ms": _importtime_ms(traced.stderr),
     }
     target = Target(
         "import_cost.delta",
-        delta_ms,
+        cpu_delta_ms,
         LIMIT_IMPORT_MS,
         "ms",
-        "a one-test session not using pytest-ldd, loaded minus -p no:ldd (wall medians)",
+        "a one-test session not using pytest-ldd, loaded minus -p no:ldd (CPU medians)",
     )
     return Outcome(figures, [target])
 

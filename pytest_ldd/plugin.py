@@ -1156,7 +1156,8 @@ class LddSession:
         self._end(session, interrupted=bool(session.shouldstop or session.shouldfail))
         if self.error is not None:
             raise pytest.UsageError(f"pytest-ldd: {self.error}")
-        if self.warning_errors:
+        if self.warning_errors and not self.is_worker:
+            # (A worker reads the store the controller reads, and warns alike.)
             raise pytest.UsageError("pytest-ldd: " + "; ".join(self.warning_errors))
         return result
 
