@@ -85,10 +85,11 @@ _NO_PLAN = _TestPlan()
 
 _SESSION_KEY = pytest.StashKey["LddSession"]()
 _YIELD_TESTS_KEY = pytest.StashKey[bool]()
+_SESSION_PLUGIN = "ldd-session"
 _YIELD_PLUGIN = "ldd-yield"
 _GATES_PLUGIN = "ldd-gates"
 _CURRENT_PLUGIN = "ldd-current"
-_HYPOTHESIS_PLUGIN = "ldd-hypothesis"
+_HYPOTHESIS = _HYPOTHESIS_PLUGIN = "ldd-hypothesis"
 _PLAN_KEY = pytest.StashKey[_TestPlan]()
 #: The fixtures that make a test use pytest-ldd.
 _FIXTURES = frozenset({"ldd", "ldd_session"})
@@ -172,17 +173,26 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", MARKER_LINE)
-    session = LddSession(config)
-    config.stash[_SESSION_KEY] = session
-    config.pluginmanager.register(session, "ldd-session")
+    # Registered as a plugin (its per-session and per-test hooks) only once started:
+    # a session that does not use pytest-ldd does not pay for them.
+    config.stash[_SESSION_KEY] = LddSession(config)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_SESSION_KEY].start_session()
+
+
+def pytest_collection_modifyitems(
+    session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+) -> None:
+    config.stash[_SESSION_KEY].collected(config, items)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    session = config.stash.get(_SESSION_KEY, None)
-    if session is not None:
-        config.pluginmanager.unregister(session)
+    if _SESSION_KEY in config.stash:
         del config.stash[_SESSION_KEY]
-    for name in (_YIELD_PLUGIN, _GATES_PLUGIN, _CURRENT_PLUGIN, _HYPOTHESIS_PLUGIN):
+    for name in (_SESSION_PLUGIN, _YIELD_PLUGIN, _GATES_PLUGIN, _CURRENT_PLUGIN, _HYPOTHESIS):
         plugin = config.pluginmanager.get_plugin(name)
         if plugin is not None:
             config.pluginmanager.unregister(plugin)
@@ -758,18 +768,21 @@ class LddSession:
 
     # -- start ---------------------------------------------------------------------
 
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
+    def start_session(self) -> None:
+        """At session start: check the command line; start now when that is sure."""
         _check_value_spelling(self.config)
         self.started_at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         # A session that does not record starts pytest-ldd only once collection shows
         # a test that uses it: most sessions on a machine with pytest-ldd installed
         # never import its store, registry and metric modules (docs/performance.md).
-        # An xdist controller collects nothing, so it starts now.
+        # An xdist controller collects nothing, so it starts now.  A project that
+        # configures pytest-ldd ([tool.ldd]) uses it: it starts now too, so that a
+        # mistake there is reported whatever the tests do.
         if (
             self.recording
             or self.config.getoption("ldd_summary") == "full"
             or self.config.pluginmanager.has_plugin("dsession")
+            or _configures_ldd(self.config.rootpath)
         ):
             self.ensure_started()
 
@@ -778,6 +791,7 @@ class LddSession:
         if self._started or self.off:
             return
         self._started = True
+        self.config.pluginmanager.register(self, _SESSION_PLUGIN)
         try:
             with self._warnings_kept():
                 self._start()
@@ -864,9 +878,8 @@ class LddSession:
 
     # -- collection ------------------------------------------------------------------
 
-    def pytest_collection_modifyitems(
-        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
-    ) -> None:
+    def collected(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        """After collection: start if a test uses pytest-ldd; plan each marked test."""
         manager = config.pluginmanager
         if any(_is_unittest_generator(item) for item in items):
             config.stash[_YIELD_TESTS_KEY] = True
@@ -1283,6 +1296,15 @@ def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:
         msg = f"keyword 'normalize_scale' applies to positive and signed metrics, not {kind!r}"
         raise InvalidSpecError(msg)
     return factories[kind](name, **options)
+
+
+def _configures_ldd(rootpath: Path) -> bool:
+    """Whether the rootdir's pyproject.toml has a ``[tool.ldd...]`` table (no TOML parse)."""
+    try:
+        text = (rootpath / "pyproject.toml").read_bytes()
+    except OSError:
+        return False
+    return b"[tool.ldd" in text or b"tool.ldd." in text
 
 
 #: Options that take a value; pytest reads a value given as a separate argument as

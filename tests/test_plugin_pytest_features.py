@@ -539,7 +539,7 @@ def test_a_session_that_does_not_use_the_plugin_imports_next_to_nothing(
     pytester: pytest.Pytester,
 ) -> None:
     pytester.makeconftest(MODULES_AT_THE_END)
-    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyprojecttoml("[tool.pytest.ini_options]\naddopts = '-ra'\n")
     pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-s")
     assert result.ret == 0
