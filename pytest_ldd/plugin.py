@@ -297,11 +297,46 @@ class _HypothesisExamples:
         )
         if not uses_ldd:
             return (yield)
+        _exempt_the_ldd_fixture(item)
         handle.inner_test = _one_example_at_a_time(item, inner)
         try:
             return (yield)
         finally:
             handle.inner_test = inner
+
+
+def _exempt_the_ldd_fixture(item: pytest.Item) -> None:
+    """Let ``ldd`` pass Hypothesis' ``function_scoped_fixture`` health check.
+
+    The check warns that a function-scoped fixture is not reset between examples.
+    What ``ldd`` recorded is reset before each example (``_one_example_at_a_time``),
+    so for a test whose only function-scoped fixture argument is ``ldd`` the check
+    is suppressed for that test; with any other one it still runs, for that one.
+    """
+    if "ldd" not in getattr(item, "fixturenames", ()) or not isinstance(item, pytest.Function):
+        return
+    definitions = item._fixtureinfo.name2fixturedefs
+    argnames = item._fixtureinfo.argnames
+    function_scoped = {
+        name
+        for name in argnames
+        if name in definitions and definitions[name][-1].scope == "function"
+    }
+    if function_scoped != {"ldd"}:
+        return
+    from hypothesis import HealthCheck, settings
+
+    func = getattr(item.obj, "__func__", item.obj)
+    current: Any = getattr(func, "_hypothesis_internal_use_settings", None) or settings()
+    if HealthCheck.function_scoped_fixture in current.suppress_health_check:
+        return
+    func._hypothesis_internal_use_settings = settings(
+        parent=current,
+        suppress_health_check=[
+            *current.suppress_health_check,
+            HealthCheck.function_scoped_fixture,
+        ],
+    )
 
 
 def _one_example_at_a_time(item: pytest.Item, inner: Callable[..., Any]) -> Callable[..., Any]:

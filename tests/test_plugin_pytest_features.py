@@ -782,3 +782,32 @@ def test_a_new_store_below_an_existing_one_is_warned_about(
     # Only when it is new: the next session says nothing.
     result = run(pytester, "--ldd", "-W", "default")
     assert "creates a new store" not in result.stdout.str()
+
+
+GIVEN_LDD = """
+from hypothesis import given, settings, strategies as st
+
+@settings(database=None, max_examples=20)
+@given(x=st.integers(0, 100))
+def test_ldd(ldd, x):
+    ldd.observe("build_s", x, predicted=x)
+
+@settings(database=None, max_examples=20)
+@given(x=st.integers(0, 100))
+def test_ldd_and_another(ldd, tmp_path, x):
+    ldd.observe("build_s", x, predicted=x)
+"""
+
+
+def test_the_ldd_fixture_passes_the_function_scoped_fixture_health_check(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyprojecttoml(BUILD_METRIC)
+    pytester.makepyfile(test_given=GIVEN_LDD)
+    result = run(pytester, "--ldd")
+    # ldd alone is exempt (it is reset per example); another function-scoped
+    # fixture still fails the check, naming that fixture.
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*FailedHealthCheck*test_ldd_and_another*function-scoped*"])
+    pairs = read_jsonl(pytester.path / ".ldd" / "metric_calibrations.jsonl")
+    assert [p["nodeid"] for p in pairs] == ["test_given.py::test_ldd"]
