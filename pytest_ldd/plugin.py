@@ -13,7 +13,6 @@ import unittest
 import warnings
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FunctionType
 from typing import TYPE_CHECKING, Any
@@ -70,14 +69,26 @@ MARKER_LINE = (
 )
 
 
-@dataclass(frozen=True)
 class _TestPlan:
-    """What a test's ``metric`` markers declare."""
+    """What a test's ``metric`` markers declare.
 
-    names: tuple[str, ...] = ()
-    bounds: dict[str, tuple[Bound, ...]] = field(default_factory=dict)
-    predictors: dict[str, str] = field(default_factory=dict)
-    check: Any = None
+    A plain slotted class: building a dataclass costs the import of this module,
+    which every pytest session pays (docs/performance.md).
+    """
+
+    __slots__ = ("bounds", "check", "names", "predictors")
+
+    def __init__(
+        self,
+        names: tuple[str, ...] = (),
+        bounds: dict[str, tuple[Bound, ...]] | None = None,
+        predictors: dict[str, str] | None = None,
+        check: Any = None,
+    ) -> None:
+        self.names = names
+        self.bounds: dict[str, tuple[Bound, ...]] = bounds if bounds is not None else {}
+        self.predictors: dict[str, str] = predictors if predictors is not None else {}
+        self.check = check
 
 
 _NO_PLAN = _TestPlan()
