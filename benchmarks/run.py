@@ -17,7 +17,10 @@ Benchmarks (``--only`` takes these names):
   the same session without ``--ldd``;
 - ``report``: ``ldd report --html`` on stores of 10,000 and 1,000,000 pairs: wall
   time and size of the page at 1M, and the 1M / 10k ratio;
-- ``sandbox``: ``benchmarks/bench_sandbox.py``'s own figures, when it exists.
+- ``sandbox``: ``benchmarks/bench_sandbox.py``'s own figures, when it exists;
+- ``import_cost``: a one-test session that does not use pytest-ldd, with the
+  plugin loaded against the same interpreter started the same way with
+  ``-p no:ldd``.
 """
 
 from __future__ import annotations
@@ -66,6 +69,7 @@ LIMIT_STATUS_1M_S: Final = 0.3
 LIMIT_MEMORY_MB: Final = 50.0
 LIMIT_REPORT_1M_S: Final = 3.0
 LIMIT_REPORT_1M_MB: Final = 2.0
+LIMIT_IMPORT_MS: Final = 5.0
 
 #: Plugin selection per flavour: each arm loads only its own recording plugin.
 _PLUGINS: Final[dict[Flavour, tuple[str, ...]]] = {
@@ -455,6 +459,62 @@ def bench_memory(settings: Settings) -> Outcome:
     return Outcome(figures, [target])
 
 
+# ----------------------------------------------------------------------------- import cost
+
+
+def _importtime_ms(stderr: str, prefix: str = "pytest_ldd") -> float:
+    """The summed self time of the modules under ``prefix`` in ``-X importtime`` output."""
+    total_us = 0
+    for line in stderr.splitlines():
+        if not line.startswith("import time:"):
+            continue
+        parts = line[len("import time:") :].split("|")
+        if len(parts) == 3 and parts[2].strip().startswith(prefix):
+            total_us += int(parts[0])
+    return total_us / 1000
+
+
+def bench_import_cost(settings: Settings) -> Outcome:
+    """What pytest-ldd costs a session that does not use it: its imports, its hooks."""
+    root = settings.workdir / "import_cost"
+    rmtree(root)
+    root.mkdir(parents=True)
+    (root / "test_plain.py").write_text("def test_plain():\n    assert True\n")
+    base = ("-q", *_PLUGINS["ldd"])
+    arms = [
+        Arm("with_ldd", _bind(_timed, pytest_command(*base), root)),
+        Arm("without_ldd", _bind(_timed, pytest_command(*base, "-p", "no:ldd"), root)),
+    ]
+    # Short children: more repetitions, so that the medians mean something.
+    reps = settings.reps * 3
+    settings.log(f"  import_cost: {len(arms)} arms x {reps} repetitions")
+    result = interleave(arms, reps, warmup=max(1, settings.warmup), log=settings.log)
+    # A 5 ms budget on a child of about 300 ms: the wall time of such short children
+    # swings by tens of ms on a shared machine, their CPU time far less.  The target
+    # is judged on CPU medians; the wall figures are recorded beside them.
+    cpu_delta_ms = (
+        result.median("with_ldd", "cpu_s") - result.median("without_ldd", "cpu_s")
+    ) * 1000
+    command = [sys.executable, "-X", "importtime", "-m", "pytest", *base]
+    traced = subprocess.run(command, cwd=root, capture_output=True, text=True, check=False)
+    figures: dict[str, Any] = {
+        "arms": result.to_json("s"),
+        "ratio": result.ratio("with_ldd", "without_ldd"),
+        "cpu_ratio": result.ratio("with_ldd", "without_ldd", "cpu_s"),
+        "wall_delta_ms": (result.median("with_ldd") - result.median("without_ldd")) * 1000,
+        "cpu_delta_ms": cpu_delta_ms,
+        "importtime_ms": _importtime_ms(traced.stderr),
+    }
+    target = Target(
+        "import_cost.delta",
+        cpu_delta_ms,
+        LIMIT_IMPORT_MS,
+        "ms",
+        "a one-test session not using pytest-ldd, loaded minus -p no:ldd (CPU medians)",
+    )
+    return Outcome(figures, [target])
+
+
 # ----------------------------------------------------------------------------- sandbox
 
 
@@ -574,6 +634,7 @@ BENCHMARKS: Final[dict[str, Callable[[Settings], Outcome]]] = {
     "report": bench_report,
     "sandbox": bench_sandbox,
     "soak": bench_soak,
+    "import_cost": bench_import_cost,
 }
 
 

@@ -195,6 +195,7 @@ class TestRecorder:
         "_tally",
         "bounds",
         "check",
+        "closed",
         "ctx",
         "failures",
         "group",
@@ -223,6 +224,8 @@ class TestRecorder:
         self.check = check
         self.group = group or nodeid
         self.failures: list[str] = []
+        #: Set once the test has reported its teardown: nothing may be recorded after.
+        self.closed = False
         self._history: dict[str, list[float]] | None = None
         self._tail: str | None = None
         self._reset()
@@ -238,6 +241,42 @@ class TestRecorder:
         self._specs: dict[str, dict[str, Any]] | None = None
         self._gates: dict[str, list[str]] | None = None
         self._tally: CorpusTally | None = None
+
+    def checkpoint(self) -> tuple[Any, ...]:
+        """What has been recorded so far, to :meth:`restore` later.
+
+        Hypothesis runs one test body many times; only the last example counts,
+        so each example starts from the checkpoint taken before the first.
+        """
+        return (
+            {name: list(counts) for name, counts in self._counts.items()},
+            list(self._observations),
+            list(self._pairs),
+            list(self._errors),
+            None if self._breaches is None else list(self._breaches),
+            None if self._history_out is None else list(self._history_out),
+            None if self._gates is None else {k: list(v) for k, v in self._gates.items()},
+            None if self._history is None else {k: list(v) for k, v in self._history.items()},
+            list(self.failures),
+            self._tally is None,
+        )
+
+    def restore(self, checkpoint: tuple[Any, ...]) -> None:
+        """Forget what was recorded since ``checkpoint`` (see :meth:`checkpoint`)."""
+        counts, observations, pairs, errors, breaches, history_out, gates, history = checkpoint[:8]
+        self._counts = {name: list(c) for name, c in counts.items()}
+        self._observations = list(observations)
+        self._pairs = list(pairs)
+        self._errors = list(errors)
+        self._breaches = None if breaches is None else list(breaches)
+        self._history_out = None if history_out is None else list(history_out)
+        self._gates = None if gates is None else {k: list(v) for k, v in gates.items()}
+        self._history = None if history is None else {k: list(v) for k, v in history.items()}
+        self.failures = list(checkpoint[8])
+        if checkpoint[9]:
+            # Episodes graded by an earlier example; a checkpoint taken after an
+            # episode keeps the tally as it is now (one test, one tally).
+            self._tally = None
 
     # -- observing ---------------------------------------------------------------
 
@@ -745,8 +784,11 @@ class SessionLedger:
                     self.corpus_failures.append(message)
         return rows
 
-    def document(self) -> dict[str, Any]:
-        """The session document (see docs/report.md)."""
+    def document(self, *, interrupted: bool = False) -> dict[str, Any]:
+        """The session document (see docs/report.md).
+
+        ``interrupted``: the test loop stopped early (``-x``, ``--sw``, Ctrl-C).
+        """
         ctx = self.ctx
         changed = {name: (before, after) for name, before, after in self.state_changes}
         metrics = []
@@ -788,6 +830,7 @@ class SessionLedger:
             "started_at": self.started_at,
             "ended_at": utc_now(),
             "recording": ctx.recording,
+            "interrupted": interrupted,
             "ldd_dir": ctx.registry.store.location,
             "counts": {
                 "tests": self.tests,

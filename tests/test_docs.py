@@ -326,6 +326,7 @@ PLUGIN_OPTIONS = {
     plugin.REPORT_OPTION,
     plugin.HTML_OPTION,
     plugin.SUMMARY_OPTION,
+    plugin.OFF_OPTION,
 }
 
 
