@@ -18,6 +18,7 @@ the end of a session counts the session's own pairs without reading them back
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -39,7 +40,7 @@ from pytest_ldd.errors import (
     StoreCorruptError,
 )
 from pytest_ldd.records import PairError, check_pair_line, encode_line
-from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead
+from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead, StalePosition
 
 __all__ = [
     "CALIBRATIONS_FILE",
@@ -288,6 +289,8 @@ class TraceStore:
         self._lock_cache: tuple[int, _ProcessLock] | None = None
         self._runs: dict[str, OwnAppends] = {}
         self._appenders: dict[str, _Appender] = {}
+        # Fingerprints of pair-log positions by (device, inode, offset).
+        self._checks: dict[tuple[int, int, int], str] = {}
 
     def __repr__(self) -> str:
         return f"TraceStore({str(self.ldd_dir)!r})"
@@ -396,7 +399,14 @@ class TraceStore:
         """Parse and check the bytes of ``metrics.json`` (see :meth:`read_metrics`)."""
         path = self.metrics_path
         try:
-            doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+            doc = json.loads(
+                data.decode("utf-8"),
+                parse_constant=_reject_constant,
+                object_pairs_hook=_unique_keys,
+            )
+        except _DuplicateKeyError as err:
+            msg = f"{path}: {err}; the file was left untouched"
+            raise StoreCorruptError(msg, path=str(path)) from err
         except (UnicodeDecodeError, ValueError) as err:
             msg = f"{path} is not valid JSON ({err}); it was left untouched"
             raise StoreCorruptError(msg, path=str(path)) from err
@@ -772,17 +782,84 @@ class TraceStore:
         return steps
 
     def position_json(self, start: Cursor, end: Cursor) -> dict[str, Any]:
-        """``{"start": {"offset", "line"}, "log_offset", "log_line"}``: metrics.json's keys."""
+        """``{"start": {"offset", "line"}, "log_offset", "log_line", "log_check"}``.
+
+        ``log_check`` fingerprints the bytes just before ``log_offset`` (see
+        :meth:`position_from_json`); it is null at offset 0.
+        """
         first, last = _log_cursor(start), _log_cursor(end)
-        return {"start": first.to_json(), "log_offset": last.offset, "log_line": last.line}
+        return {
+            "start": first.to_json(),
+            "log_offset": last.offset,
+            "log_line": last.line,
+            "log_check": self._log_check(last.offset),
+        }
+
+    def _log_check(self, offset: int) -> str | None:
+        """The fingerprint of the pair log's bytes before ``offset`` (None at 0)."""
+        if offset == 0:
+            return None
+        path = self.calibrations_path
+        try:
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                key = (info.st_dev, info.st_ino, offset)
+                cached = self._checks.get(key)
+                if cached is not None and info.st_size >= offset:
+                    return cached
+                check = _fingerprint(handle, offset, info.st_size)
+        except OSError as err:
+            raise _os_error(err, path, "read") from err
+        if check is None:
+            msg = f"{path} is shorter than the read position {offset} being stored"
+            raise StoreCorruptError(msg, path=str(path))
+        if len(self._checks) > 64:
+            self._checks.clear()
+        self._checks[key] = check
+        return check
 
     def position_from_json(self, data: Mapping[str, Any]) -> tuple[LogCursor, LogCursor]:
-        """Read :meth:`position_json`'s keys (KeyError, TypeError or ValueError if bad)."""
+        """Read :meth:`position_json`'s keys (KeyError, TypeError or ValueError if bad).
+
+        The position must still name the same content: the log at least that long,
+        the byte before it a newline, and the bytes before it those fingerprinted
+        when it was stored (``log_check``; positions stored without one are checked
+        for the first two).  Otherwise :class:`StalePosition`.
+        """
         start = data["start"]
-        return (
-            LogCursor(start["offset"], start["line"]),
-            LogCursor(data["log_offset"], data["log_line"]),
-        )
+        begin = LogCursor(start["offset"], start["line"])
+        end = LogCursor(data["log_offset"], data["log_line"])
+        check = data.get("log_check")
+        if check is not None and not isinstance(check, str):
+            msg = f"'log_check' must be a str or null (got {check!r})"
+            raise TypeError(msg)
+        if begin > end:
+            msg = f"'start' {begin.to_json()} lies past 'log_offset' {end.offset}"
+            raise ValueError(msg)
+        if end.offset == 0:
+            return begin, end
+        path = self.calibrations_path
+        try:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                found = _fingerprint(handle, end.offset, size)
+                # _fingerprint read up to the position: its last byte ends a line.
+                handle.seek(end.offset - 1)
+                boundary = found is not None and handle.read(1) == b"\n"
+        except FileNotFoundError:
+            found, boundary, size = None, False, 0
+        except OSError as err:
+            raise _os_error(err, path, "read") from err
+        if found is None:
+            why = f"is shorter ({size} bytes) than the position {end.offset} counted up to"
+        elif not boundary:
+            why = f"has no line boundary at the position {end.offset} counted up to"
+        elif check is not None and check != found:
+            why = f"holds other bytes before the position {end.offset} than were counted"
+        else:
+            return begin, end
+        msg = f"{path} {why}: it was truncated, removed or rewritten since"
+        raise StalePosition(msg)
 
     def required_keys(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
         """The keys every line of ``path`` must hold (none for unknown files)."""
@@ -971,6 +1048,21 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(msg)
 
 
+class _DuplicateKeyError(ValueError):
+    """A JSON object of metrics.json names one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of duplicate keys silently; a store never guesses.
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        msg = f"an object holds the key {twice!r} twice"
+        raise _DuplicateKeyError(msg)
+    return result
+
+
 def _check_metrics_shape(doc: object, path: Path) -> None:
     def bad(what: str, got: object) -> StoreCorruptError:
         msg = f"{path}: {what} (got {got!r}); the file was left untouched"
@@ -988,6 +1080,20 @@ def _check_metrics_shape(doc: object, path: Path) -> None:
     generated = doc.get("generated_at")
     if generated is not None and not isinstance(generated, str):
         raise bad("'generated_at' must be an ISO timestamp string", generated)
+
+
+#: How many bytes before a stored position its fingerprint covers.
+_CHECK_BYTES: Final = 512
+
+
+def _fingerprint(handle: Any, offset: int, size: int) -> str | None:
+    """A digest of the ``_CHECK_BYTES`` bytes before ``offset`` (None: file too short)."""
+    if size < offset:
+        return None
+    first = max(0, offset - _CHECK_BYTES)
+    handle.seek(first)
+    data = handle.read(offset - first)
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def _log_cursor(cursor: object) -> LogCursor:
@@ -1040,10 +1146,18 @@ def _parse_line(
     where = f"{path}:{line_no}"
     if not raw.strip():
         return None
+    zeroed = b"\x00" in raw
+    if zeroed:
+        # NUL bytes are what a power loss leaves where a write had not reached the
+        # disk: the line is torn, unless a complete record precedes the NULs.
+        raw = raw.rstrip(b"\x00 \t\r")
+        if not raw or b"\x00" in raw:
+            _warn_torn(where)
+            return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        if err.end >= len(raw.rstrip()) and "end of data" in str(err.reason):
+        if zeroed or (err.end >= len(raw.rstrip()) and "end of data" in str(err.reason)):
             _warn_torn(where)
             return None
         msg = f"{where}: line is not UTF-8 ({err})"
@@ -1052,7 +1166,7 @@ def _parse_line(
     try:
         record = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        if _is_truncated(text, err):
+        if zeroed or _is_truncated(text, err):
             _warn_torn(where)
             return None
         msg = f"{where}: line is not valid JSON ({err.msg} at column {err.colno}): {text[:80]!r}"
