@@ -743,12 +743,14 @@ class LddSession:
         if mode == "auto" and not (doc["metrics"] or doc["corpus"] or self.recording):
             return
         from pytest_ldd import report
+        from pytest_ldd.terminal import printable
 
         terminalreporter.write_sep("=", "ldd")
         failures = set(self.ledger.corpus_failures if self.ledger is not None else ())
         verbose = self.config.get_verbosity() > 0
-        for line in report.render_terminal(doc, verbose=verbose):
-            if line in failures:
+        for text in report.render_terminal(doc, verbose=verbose):
+            line = printable(text)  # units and descriptions never steer the terminal
+            if text in failures:
                 terminalreporter.write_line(line, red=True, bold=True)
             else:
                 terminalreporter.write_line(line)

@@ -288,7 +288,7 @@ def test_write_metrics_rejects_a_bad_document(store: TraceStore) -> None:
 
 def test_unreadable_metrics_raise(store: TraceStore) -> None:
     store.metrics_path.mkdir(parents=True)  # a folder where the file should be
-    with pytest.raises(StoreCorruptError, match="cannot read"):
+    with pytest.raises(StoreCorruptError, match=r"must be a regular file, but it is a folder"):
         store.read_metrics()
 
 

@@ -4,14 +4,20 @@ with a warning, or a named error; nothing stored is lost (issue #13)."""
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
 from calibration_support import log_errors, rate
 
+from pytest_ldd import cli, positive_count
 from pytest_ldd.calibrator import Calibrator
 from pytest_ldd.errors import LddWarning, StoreCorruptError
 from pytest_ldd.registry import MetricRegistry
@@ -280,3 +286,197 @@ def test_a_complete_line_before_nuls_counts(store: TraceStore) -> None:
     records, cursor = store.read_jsonl(store.calibrations_path)
     assert records == [json.loads(data)]
     assert cursor.offset == len(data) + 8
+
+
+# -- 3. verify reads one consistent snapshot -------------------------------------------
+
+
+def test_verify_while_pairs_are_appended_reports_no_false_mismatch(
+    store: TraceStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import threading
+
+    calibrated(store, [0.1] * 5)
+    writer = Calibrator(MetricRegistry(TraceStore(store.project)))
+    reading = TraceStore.read_pairs
+
+    def read_while_a_session_records(self: TraceStore, *args: Any, **kwargs: Any) -> Any:
+        # Another writer appends a pair each time the log is being read.
+        log_errors(writer, "pass_rate", [0.2])
+        return reading(self, *args, **kwargs)
+
+    monkeypatch.setattr(TraceStore, "read_pairs", read_while_a_session_records)
+    for _ in range(3):
+        cal = Calibrator(MetricRegistry(store))
+        cal.stats("pass_rate")
+        assert cal.verify() == []
+
+    stop = threading.Event()
+    monkeypatch.setattr(TraceStore, "read_pairs", reading)
+
+    def record() -> None:
+        while not stop.wait(0.0005):
+            log_errors(writer, "pass_rate", [0.2])
+
+    thread = threading.Thread(target=record)
+    thread.start()
+    try:
+        for _ in range(10):
+            assert Calibrator(MetricRegistry(store)).verify() == []
+    finally:
+        stop.set()
+        thread.join()
+
+
+# -- 10, 13, 15, 16, 17: the ldd command -----------------------------------------------
+
+
+@contextmanager
+def immutable(path: Path) -> Iterator[None]:
+    """``path`` made immutable (chattr +i): even root cannot create files in it."""
+    subprocess.run(["chattr", "+i", str(path)], check=True)
+    try:
+        yield
+    finally:
+        subprocess.run(["chattr", "-i", str(path)], check=True)
+
+
+def run_ldd(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = cli.main(list(args))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_calibrate_says_what_was_logged_when_the_update_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = TraceStore(tmp_path)
+    calibrated(store, [0.1])
+    with immutable(store.ldd_dir):  # the log can be appended to, metrics.json not replaced
+        code, out, err = run_ldd(
+            capsys,
+            "metric",
+            "calibrate",
+            *("--name", "pass_rate", "--predicted", "0.5", "--observed", "0.4"),
+            *("--project", str(tmp_path)),
+        )
+    assert code == cli.EXIT_FAILED
+    assert out.startswith("logged 'pass_rate': predicted 0.500, observed 0.400")
+    assert "the pair was logged (do not log it again)" in err
+    assert "Operation not permitted" in err
+    assert "internal error" not in err
+    assert len(store.read_jsonl(store.calibrations_path)[0]) == 2
+
+
+CALIBRATE = ["metric", "calibrate", "--name", "pass_rate"]
+CALIBRATE += ["--predicted", "0.5", "--observed", "0.4"]
+
+
+@pytest.mark.parametrize("verb", [CALIBRATE, ["report"]])
+def test_a_store_folder_that_cannot_be_created_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], verb: list[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    registry = MetricRegistry(TraceStore(project), read_only=True)
+    registry.register(rate())
+    extra = ["--json", str(tmp_path / "r.json")] if verb == ["report"] else []
+    with immutable(project):
+        code, _, err = run_ldd(capsys, *verb, *extra, "--project", str(project))
+        store_error = pytest.raises(StoreCorruptError, match="cannot create the store folder")
+        with store_error:
+            TraceStore(project).append_sessions([{"id": "s"}])
+    if verb == ["report"]:
+        assert code == cli.EXIT_OK  # reading creates nothing, so nothing fails
+    else:
+        assert code in (cli.EXIT_FAILED, cli.EXIT_USAGE)
+        assert "internal error" not in err
+        assert str(project / ".ldd") in err
+
+
+@pytest.mark.parametrize("kind", ["fifo", "devnull", "loop", "dangling", "folder"])
+@pytest.mark.parametrize("log", ["metric_calibrations.jsonl", "sessions.jsonl", "metrics.json"])
+def test_every_store_file_must_be_a_regular_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, log: str
+) -> None:
+    store = TraceStore(tmp_path)
+    calibrated(store, [0.1])
+    target = store.ldd_dir / log
+    target.unlink(missing_ok=True)
+    if kind == "fifo":
+        os.mkfifo(target)
+    elif kind == "devnull":
+        target.symlink_to("/dev/null")
+    elif kind == "loop":
+        target.symlink_to(target.name)
+    elif kind == "dangling":
+        target.symlink_to("nowhere.jsonl")
+    else:
+        target.mkdir()
+    verbs = [["report", "--json", str(tmp_path / "r.json")]]
+    if log != "sessions.jsonl":  # the only verb that reads the session log is report
+        verbs.append(["metric", "status"])
+    for verb in verbs:
+        code, _, err = run_ldd(capsys, *verb, "--project", str(tmp_path))
+        assert code == cli.EXIT_FAILED, (verb, err)
+        assert str(target) in err
+        assert "internal error" not in err
+    if log != "metrics.json":
+        with pytest.raises(StoreCorruptError, match=re.escape(str(target))):
+            store.append(target, [{"id": "s"}])
+
+
+def _store_with_unit(tmp_path: Path, unit: str, description: str) -> None:
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(
+        positive_count("lat", description=description, unit=unit, normalize_scale=1000)
+    )
+
+
+def test_output_survives_a_terminal_that_cannot_encode_the_unit(tmp_path: Path) -> None:
+    _store_with_unit(tmp_path, "µs", "latency in µs")
+    for verb in (["metric", "list"], ["metric", "show", "lat"], ["metric", "status"]):
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest_ldd", *verb, "--project", str(tmp_path)],
+            capture_output=True,
+            env={**os.environ, "PYTHONIOENCODING": "ascii"},
+            check=False,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        assert b"internal error" not in result.stderr
+        assert b"Traceback" not in result.stderr
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest_ldd", "metric", "list", "--project", str(tmp_path)],
+        capture_output=True,
+        env={**os.environ, "PYTHONIOENCODING": "latin-1"},
+        check=True,
+        timeout=60,
+    )
+    assert "µs".encode("latin-1") in listed.stdout
+
+
+HOSTILE = "\x1b]0;owned\x07\x1b[2J\x1b[31mred\nforged line\r\x9b1m\u202e"
+
+
+def test_escapes_in_units_and_descriptions_never_reach_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store = TraceStore(tmp_path)
+    _store_with_unit(tmp_path, "ms", "plain")
+    edit(store, lambda doc: doc["specs"][0].update(unit=f"ms{HOSTILE}", description=HOSTILE))
+    for verb in (["metric", "list"], ["metric", "show", "lat"], ["metric", "status", "--json"]):
+        code, out, err = run_ldd(capsys, *verb, "--project", str(tmp_path))
+        assert code == 0, err
+        assert not any(ch in out + err for ch in "\x1b\x07\r\x9b\u202e"), verb
+        if verb != ["metric", "status", "--json"]:
+            assert "\nforged" not in out
+
+
+def test_printable_escapes_controls_and_keeps_text() -> None:
+    from pytest_ldd.terminal import printable
+
+    assert printable("µs ✓ tab\there") == "µs ✓ tab\there"
+    assert printable("a\x1b[31mb\nc") == "a\\x1b[31mb\\nc"
+    assert printable("a\nb\x07", newlines=True) == "a\nb\\x07"
+    assert printable("\u202e\x9b\x7f") == "\\u202e\\x9b\\x7f"

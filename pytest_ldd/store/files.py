@@ -22,6 +22,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -328,7 +329,15 @@ class TraceStore:
         return self.lock() if self.calibrations_path.exists() else nullcontext()
 
     def _ensure_dir(self) -> None:
-        self.ldd_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.ldd_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            where = err.filename if isinstance(err.filename, str) else self.ldd_dir
+            msg = f"cannot create the store folder {self.ldd_dir} ({where}: {err.strerror or err})"
+            raise StoreCorruptError(msg, path=str(self.ldd_dir)) from err
+        if not self.ldd_dir.is_dir():
+            msg = f"the store folder {self.ldd_dir} is not a folder"
+            raise StoreCorruptError(msg, path=str(self.ldd_dir))
 
     def _file_lock(self) -> _ProcessLock:
         key = (os.getpid(), os.path.abspath(self.lock_path))
@@ -388,6 +397,8 @@ class TraceStore:
         """The bytes of ``metrics.json``, or ``None`` when it does not exist."""
         path = self.metrics_path
         try:
+            if _regular(path) is None:
+                return None
             return path.read_bytes()
         except FileNotFoundError:
             return None
@@ -587,6 +598,7 @@ class TraceStore:
                 self._close_appender(key)
                 held = info = None
         if held is None or info is None:
+            _regular(key)  # a FIFO, a link to /dev/null or nowhere: named, never used
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
             try:
                 fd = os.open(key, flags, 0o644)
@@ -594,6 +606,9 @@ class TraceStore:
                 Path(key).parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(key, flags, 0o644)
             info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(fd)
+                raise _not_regular(Path(key), info.st_mode)
             held = self._appenders[key] = _Appender(
                 pid, fd, generation, (info.st_dev, info.st_ino)
             )
@@ -728,7 +743,8 @@ class TraceStore:
         mine = [_log_cursor(c) for c in cursors]
         path = self.calibrations_path
         try:
-            size = path.stat().st_size
+            found = _regular(path)
+            size = 0 if found is None else found.st_size
         except FileNotFoundError:
             size = 0
         except OSError as err:
@@ -801,6 +817,7 @@ class TraceStore:
             return None
         path = self.calibrations_path
         try:
+            _regular(path)
             with open(path, "rb") as handle:
                 info = os.fstat(handle.fileno())
                 key = (info.st_dev, info.st_ino, offset)
@@ -840,6 +857,7 @@ class TraceStore:
             return begin, end
         path = self.calibrations_path
         try:
+            _regular(path)
             with open(path, "rb") as handle:
                 size = os.fstat(handle.fileno()).st_size
                 found = _fingerprint(handle, end.offset, size)
@@ -888,6 +906,8 @@ class TraceStore:
         cursor = start if isinstance(start, LogCursor) else LogCursor(start, 0)
         required = self.required_keys(target)
         try:
+            if _regular(target) is None:
+                return
             handle = open(target, "rb")  # noqa: SIM115 - closed in the finally below
         except FileNotFoundError:
             return
@@ -1007,6 +1027,42 @@ def _os_errors(path: str | os.PathLike[str], action: str) -> Iterator[None]:
         yield
     except OSError as err:
         raise _os_error(err, path, action) from err
+
+
+_KINDS: Final = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(path: Path, mode: int) -> StoreCorruptError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    shown = f"{path} (a link to {os.path.realpath(path)})" if path.is_symlink() else str(path)
+    msg = f"{shown} must be a regular file, but it is {kind}; the store cannot use it"
+    return StoreCorruptError(msg, path=str(path))
+
+
+def _regular(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """``path``'s stat if it is a regular file, None if it does not exist.
+
+    Anything else (a FIFO would hang a reader, a link to /dev/null swallow every
+    line, a symlink loop) is a :class:`StoreCorruptError` saying what it is.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            msg = f"{path} is a symbolic link to {os.readlink(path)!r}, which does not exist"
+            raise StoreCorruptError(msg, path=str(path)) from None
+        return None
+    except OSError as err:
+        raise _os_error(err, path, "read") from err
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(Path(path), info.st_mode)
+    return info
 
 
 def _os_error(err: OSError, path: str | os.PathLike[str], action: str) -> StoreCorruptError:
