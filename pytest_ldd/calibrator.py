@@ -52,6 +52,7 @@ class Calibrator:
     def __init__(self, registry: MetricRegistry, gate: CalibrationGate | None = None) -> None:
         self.registry = registry
         self.gate = gate
+        registry._refresh = self._refresh_lagging
 
     def __repr__(self) -> str:
         return f"Calibrator({self.registry!r})"
@@ -398,6 +399,21 @@ class Calibrator:
             promoted_at=promoted_at,
             demoted_at=demoted_at,
         )
+
+    def _refresh_lagging(self) -> None:
+        """Re-evaluate every state whose pairs were counted since it was evaluated.
+
+        Run before each write of the registry: statistics counted in memory (by
+        :meth:`stats`, :meth:`verify`) are stored with a state evaluated on them.
+        """
+        entries = self.registry._entries
+        lagging = [n for n, e in entries.items() if e.state.n != e.acc.n]
+        if not lagging:
+            return
+        now = utc_timestamp()
+        for name in self._order(lagging):
+            entry = entries[name]
+            entry.state = self._evaluate(entry, self.gate_for(name), now)
 
     def _order(self, names: Iterable[str] | None) -> list[str]:
         """The names to evaluate, with their dependent composites, components first."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -115,6 +115,9 @@ class MetricRegistry:
         # tool's top-level keys, states without a spec): written back verbatim.
         self._unknown: dict[str, Any] = {}
         self._orphans: list[Mapping[str, Any]] = []
+        #: Re-evaluates the states that lag behind their counted pairs before a write
+        #: (set by a Calibrator: a stored state always follows the pairs stored with it).
+        self._refresh: Callable[[], None] | None = None
         # The bytes last read or written: reload() parses again only when they differ.
         self._seen = self.store.read_registry_bytes()
         doc = self._decode(self._seen)
@@ -477,6 +480,8 @@ class MetricRegistry:
     def _write_locked(self) -> None:
         if self.read_only:
             raise read_only_error(self.store)
+        if self._refresh is not None:
+            self._refresh()
         self._seen = self.store.replace_registry(self._document())
         for entry in self._entries.values():
             entry.persisted = True
@@ -488,7 +493,7 @@ class MetricRegistry:
     ) -> None:
         for (name, key), values in items.items():
             entry = self._entry(name)
-            kept = entry.history.get(key, []) + [float(v) for v in values]
+            kept = entry.history.get(key, []) + [_bounded(v) for v in values]
             entry.history[key] = kept[-window:]
 
     def _check_history(
@@ -498,16 +503,24 @@ class MetricRegistry:
             msg = f"history 'window' must be an int >= 1 (got {window!r})"
             raise InvalidSpecError(msg)
         for (name, key), values in items.items():
-            self._entry(name)
+            metric = self._entry(name).metric
             if not isinstance(key, str):
                 msg = f"history key of {name!r} must be a str (got {key!r})"  # type: ignore[unreachable]
                 raise InvalidObservationError(msg)
             for v in values:
-                if not is_number(v) or not math.isfinite(v):
+                if is_number(v) and math.isfinite(v):
+                    continue
+                # What the metric accepts (an infinite latency), the history accepts.
+                try:
+                    if not is_number(v):
+                        raise InvalidObservationError(repr(v))
+                    metric.normalize(v, field="observed")
+                except InvalidObservationError:
                     msg = (
-                        f"history value of ({name!r}, {key!r}) must be a finite number (got {v!r})"
+                        f"history value of ({name!r}, {key!r}) must be a number the metric "
+                        f"accepts (got {v!r})"
                     )
-                    raise InvalidObservationError(msg)
+                    raise InvalidObservationError(msg) from None
 
     def extend_history(
         self, items: Mapping[tuple[str, str], Sequence[float]], *, window: int = 10
@@ -556,6 +569,15 @@ def _same(a: float | None, b: float | None) -> bool:
     if a is None or b is None:
         return a is None and b is None
     return abs(a - b) <= TOLERANCE
+
+
+#: Infinite history values are kept as this bound (JSON holds no infinity): a mean
+#: of them stays finite and normalizes as an infinity would, whatever the scale.
+HISTORY_BOUND: Final = 1e300
+
+
+def _bounded(value: float) -> float:
+    return max(-HISTORY_BOUND, min(HISTORY_BOUND, float(value)))
 
 
 def _copy_entry(entry: _Entry) -> _Entry:
