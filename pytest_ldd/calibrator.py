@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_ldd.errors import InvalidObservationError, StoreCorruptError
 from pytest_ldd.records import (
     CalibrationRecord,
     ObservationRecord,
     PairError,
+    RawPair,
     json_raw,
     utc_timestamp,
 )
@@ -230,7 +232,7 @@ class Calibrator:
             for name, version, error in errors:
                 for acc in by_name.get(name, ()):
                     if version == acc.version and acc.cursor <= begin:
-                        acc.add(error)
+                        acc.add(error if type(error) is float else self._raw_error(name, error))
         if end is not None:
             for _, acc in accs:
                 if acc.cursor < end:
@@ -250,20 +252,40 @@ class Calibrator:
                 name, version, error = errors[0]
                 acc = accs.get(name)
                 if acc is not None and version == acc.version and acc.cursor <= begin:
-                    acc.add(error)
+                    acc.add(error if type(error) is float else self._raw_error(name, error))
                 continue
             # A batch of this process's own appends: one add_many per metric.
             found: dict[str, list[float]] = {}
             for name, version, error in errors:
                 acc = accs.get(name)
                 if acc is not None and version == acc.version and acc.cursor <= begin:
-                    found.setdefault(name, []).append(error)
+                    found.setdefault(name, []).append(
+                        error if type(error) is float else self._raw_error(name, error)
+                    )
             for name, batch in found.items():
                 accs[name].add_many(batch)
         if end is not None:
             for acc in accs.values():
                 if acc.cursor < end:
                     acc.cursor = end
+
+    def _raw_error(self, name: str, error: float | RawPair) -> float:
+        """The error of a pair logged as raw values, normalized with ``name``'s spec."""
+        if not isinstance(error, RawPair):
+            return float(error)
+        metric = self.registry.get(name)
+        values = []
+        for key, value in (("predicted", error.predicted), ("observed", error.observed)):
+            try:
+                values.append(metric.normalize(value, field=key))
+            except InvalidObservationError as err:
+                msg = (
+                    f"{error.where}: {key!r} must be a normalized number in [0, 1] (got "
+                    f"{value!r}), and read as a raw value of {name!r} it is not valid "
+                    f"either ({err})"
+                )
+                raise StoreCorruptError(msg, path=error.where.rpartition(":")[0]) from err
+        return abs(values[0] - values[1])
 
     def _gates(self, names: Iterable[str]) -> dict[str, CalibrationGate]:
         return {name: self.gate_for(name) for name in names}

@@ -288,10 +288,16 @@ def _cmd_report(args: argparse.Namespace) -> int:
         raise UsageError(msg)
     project = _open(args)
     doc = build_report(project.registry)
-    if args.json_path is not None:
-        _say(f"wrote JSON report to {write_json(args.json_path, doc)}")
-    if args.html_path is not None:
-        _say(f"wrote HTML report to {write_html(args.html_path, doc)}")
+    targets = [("JSON", args.json_path, write_json), ("HTML", args.html_path, write_html)]
+    for kind, path, write in targets:
+        if path is None:
+            continue
+        try:
+            written = write(path, doc)
+        except OSError as exc:
+            msg = f"cannot write the {kind} report to {path}: {exc.strerror or exc}"
+            raise LddError(msg) from exc
+        _say(f"wrote {kind} report to {written}")
     return EXIT_OK
 
 

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from pytest_ldd.records import normalized_pair
 from pytest_ldd.store.files import new_file_mode
 
 if TYPE_CHECKING:
@@ -251,9 +252,10 @@ def build_report(
     for record, _ in store.iter_log("pairs"):
         if record is None:
             continue
-        owner = record.get("metric_name")
-        if isinstance(owner, str) and record.get("metric_version") == versions.get(owner):
-            calibrations[owner].append(_pair_json(record))
+        owner = record["metric_name"]  # the store validated the line (records.check_line)
+        if owner in versions and record["metric_version"] == versions[owner]:
+            line = normalized_pair(record, registry.get(owner).normalize)
+            calibrations[owner].append(_pair_json(line))
     stored_sessions, _ = store.read_log("sessions")
 
     history: list[dict[str, Any]] = []

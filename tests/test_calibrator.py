@@ -367,7 +367,8 @@ def test_malformed_pair_values_name_the_line(registry: MetricRegistry) -> None:
     )
     with pytest.raises(
         StoreCorruptError,
-        match=r":2: 'predicted' must be a normalized number in \[0, 1\] \(got 2\)",
+        match=r":2: 'predicted' must be a normalized number in \[0, 1\] \(got 2\), and read "
+        r"as a raw value of 'pass_rate' it is not valid either",
     ):
         cal.stats("pass_rate")
 

@@ -480,3 +480,131 @@ def test_printable_escapes_controls_and_keeps_text() -> None:
     assert printable("a\x1b[31mb\nc") == "a\\x1b[31mb\\nc"
     assert printable("a\nb\x07", newlines=True) == "a\nb\\x07"
     assert printable("\u202e\x9b\x7f") == "\\u202e\\x9b\\x7f"
+
+
+# -- 7. lines the reference LDD tool wrote ---------------------------------------------
+
+
+def _reference_folder(tmp_path: Path) -> TraceStore:
+    """A folder as the reference tool leaves it: raw values, no raw_* keys, no
+    calibration objects in metrics.json."""
+    store = TraceStore(tmp_path)
+    registry = MetricRegistry(store)
+    registry.register(
+        positive_count("latency", description="p99 latency", unit="ms", normalize_scale=1000)
+    )
+    registry.register(rate())
+
+    def strip(doc: dict[str, Any]) -> None:
+        for item in doc["promotions"]:
+            del item["calibration"]
+            del item["history"]
+
+    edit(store, strip)
+    lines = [
+        {"metric_name": "latency", "metric_version": 1, "predicted": p, "observed": o}
+        for p, o in [(300.0, 420.0), (410.0, 400.0), (0.5, 1200.0), (420.0, 420.0)]
+    ]
+    lines.append(
+        {"metric_name": "pass_rate", "metric_version": 1, "predicted": 0.1, "observed": 0.2}
+    )
+    store.append_calibrations(lines)
+    return store
+
+
+def test_raw_values_of_the_reference_tool_are_normalized_with_the_spec(tmp_path: Path) -> None:
+    from pytest_ldd.metric import positive_count as latency_metric
+
+    store = _reference_folder(tmp_path)
+    cal = Calibrator(MetricRegistry(store))
+    stats = cal.stats("latency")
+    metric = latency_metric("latency", description="p99 latency", normalize_scale=1000)
+    expected = [
+        abs(metric.normalize(p) - metric.normalize(o))
+        for p, o in [(300.0, 420.0), (410.0, 400.0), (0.5, 1200.0), (420.0, 420.0)]
+    ]
+    assert stats.n == 4
+    assert stats.mae == pytest.approx(sum(expected) / 4)
+    assert cal.stats("pass_rate").n == 1
+    cal.update()
+    assert Calibrator(MetricRegistry(store)).verify() == []
+
+
+def test_raw_values_reach_the_report_normalized(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _reference_folder(tmp_path)
+    out = tmp_path / "report.json"
+    code, _, err = run_ldd(capsys, "report", "--json", str(out), "--project", str(tmp_path))
+    assert code == 0, err
+    doc = json.loads(out.read_text())
+    pairs = doc["history"]["calibrations"]["latency"]
+    assert [p["raw_predicted"] for p in pairs] == [300.0, 410.0, 0.5, 420.0]
+    assert all(0.0 <= p["predicted"] <= 1.0 and 0.0 <= p["observed"] <= 1.0 for p in pairs)
+
+
+def test_a_raw_line_of_a_bounded_metric_names_the_line(tmp_path: Path) -> None:
+    store = _reference_folder(tmp_path)
+    store.append_calibrations(
+        [{"metric_name": "pass_rate", "metric_version": 1, "predicted": 3.0, "observed": 0.2}]
+    )
+    with pytest.raises(StoreCorruptError, match=r"jsonl:6: 'predicted' must be a normalized"):
+        Calibrator(MetricRegistry(store)).stats("pass_rate")
+
+
+# -- 12. every line a report reads is validated; write failures are named --------------
+
+
+@pytest.mark.parametrize(
+    ("log", "line", "named"),
+    [
+        ("sessions.jsonl", {"session_id": ["a", "b"]}, "'session_id' must be a str"),
+        ("sessions.jsonl", {"session_id": "s", "counts": [1]}, "'counts' must be an object"),
+        ("sessions.jsonl", {"state_changes": [1]}, "'state_changes' must be a list of objects"),
+        ("sessions.jsonl", {"started_at": 3}, "'started_at' must be a str"),
+        (
+            "metric_calibrations.jsonl",
+            {"metric_name": "ghost", "metric_version": None, "predicted": 0.1, "observed": 0.2},
+            "'metric_version' must be an int >= 1",
+        ),
+        (
+            "metric_calibrations.jsonl",
+            {"metric_name": ["x"], "metric_version": 1, "predicted": 0.1, "observed": 0.2},
+            "'metric_name' must be a non-empty str",
+        ),
+        (
+            "metric_calibrations.jsonl",
+            {"metric_name": "pass_rate", "metric_version": 1, "predicted": "a", "observed": 0.2},
+            "'predicted' must be a normalized number",
+        ),
+    ],
+)
+def test_report_names_each_malformed_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], log: str, line: Any, named: str
+) -> None:
+    store = TraceStore(tmp_path)
+    calibrated(store, [0.1])
+    store.append(store.ldd_dir / log, [line])
+    code, _, err = run_ldd(
+        capsys, "report", "--json", str(tmp_path / "r.json"), "--project", str(tmp_path)
+    )
+    assert code == cli.EXIT_FAILED
+    assert f"{log}:" in err
+    assert named in err
+    assert "internal error" not in err
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("target", ["a-folder", "a-file/report.json"])
+@pytest.mark.parametrize("kind", ["--json", "--html"])
+def test_an_unwritable_report_target_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], target: str, kind: str
+) -> None:
+    calibrated(TraceStore(tmp_path), [0.1])
+    (tmp_path / "a-folder").mkdir()
+    (tmp_path / "a-file").write_text("")
+    path = tmp_path / target
+    code, _, err = run_ldd(capsys, "report", kind, str(path), "--project", str(tmp_path))
+    assert code == cli.EXIT_FAILED
+    assert f"cannot write the {kind[2:].upper()} report to {path}" in err
+    assert "internal error" not in err

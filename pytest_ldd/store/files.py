@@ -40,7 +40,7 @@ from pytest_ldd.errors import (
     LddWarning,
     StoreCorruptError,
 )
-from pytest_ldd.records import PairError, check_pair_line, encode_line
+from pytest_ldd.records import PairError, RawPair, check_line, check_pair_line, encode_line
 from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead, StalePosition
 
 __all__ = [
@@ -717,14 +717,14 @@ class TraceStore:
     ) -> Iterator[tuple[dict[str, Any] | None, LogCursor]]:
         """:meth:`iter_jsonl` of ``log``'s file."""
         begin = LogCursor() if start is None else _log_cursor(start)
-        return self.iter_jsonl(self.log_path(log), start=begin)
+        return self.iter_jsonl(self.log_path(log), start=begin, validate=check_line[log])
 
     def read_log(
         self, log: LogName, *, start: Cursor | None = None
     ) -> tuple[list[dict[str, Any]], LogCursor]:
         """:meth:`read_jsonl` of ``log``'s file."""
         begin = LogCursor() if start is None else _log_cursor(start)
-        return self.read_jsonl(self.log_path(log), start=begin)
+        return self.read_jsonl(self.log_path(log), start=begin, validate=check_line[log])
 
     def read_pairs(
         self, cursors: Collection[Cursor], *, recount: bool = False
@@ -768,9 +768,14 @@ class TraceStore:
         for record, end in self.iter_jsonl(path, start=begin, validate=check_pair_line):
             if record is None:
                 yield begin, (), end
+                begin = end
+                continue
+            predicted, observed = record["predicted"], record["observed"]
+            if 0.0 <= predicted <= 1.0 and 0.0 <= observed <= 1.0:
+                error: float | RawPair = abs(predicted - observed)
             else:
-                error = abs(record["predicted"] - record["observed"])
-                yield begin, ((record["metric_name"], record["metric_version"], error),), end
+                error = RawPair(predicted, observed, f"{path}:{end.line}")
+            yield begin, ((record["metric_name"], record["metric_version"], error),), end
             begin = end
 
     def _own_pairs(self, path: Path, begin: LogCursor) -> list[PairRead] | None:
