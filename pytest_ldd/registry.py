@@ -139,7 +139,13 @@ class MetricRegistry:
     def _entry(self, name: str) -> _Entry:
         try:
             return self._entries[name]
+        except TypeError:  # an unhashable name: a list, a dict
+            msg = f"a metric name must be a str (got {name!r})"
+            raise InvalidObservationError(msg) from None
         except KeyError:
+            if not isinstance(name, str):
+                msg = f"a metric name must be a str (got {name!r})"  # type: ignore[unreachable]
+                raise InvalidObservationError(msg) from None
             known = ", ".join(self._entries) or "none"
             msg = f"unknown metric {name!r}: register it first (registered: {known})"
             raise UnknownMetricError(msg, name=name) from None

@@ -608,3 +608,43 @@ def test_an_unwritable_report_target_is_named(
     assert code == cli.EXIT_FAILED
     assert f"cannot write the {kind[2:].upper()} report to {path}" in err
     assert "internal error" not in err
+
+
+# -- 14. values beyond float range, names that are not str -----------------------------
+
+
+def test_huge_values_and_unhashable_names_in_a_session(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        test_values="""
+        import pytest
+
+        @pytest.mark.metric("lat", kind="positive", unit="ms", normalize_scale=1000,
+                            description="latency of the endpoint", predictor="history_mean")
+        def test_huge(ldd):
+            ldd.observe("lat", 10**400)
+            ldd.observe("lat", 10**400, predicted=10**401)
+
+        @pytest.mark.metric("lat")
+        def test_unhashable(ldd):
+            ldd.observe(["lat"], 1.0)
+        """
+    )
+    for _ in range(2):
+        result = pytester.runpytest("-p", "no:cacheprovider", "--ldd")
+        text = result.stdout.str() + result.stderr.str()
+        assert "INTERNALERROR" not in text
+        assert "OverflowError" not in text
+        result.assert_outcomes(passed=1, failed=1)
+        assert "a metric name must be a str (got ['lat'])" in text
+    log = pytester.path / ".ldd" / "metric_calibrations.jsonl"
+    pairs, _ = TraceStore(pytester.path).read_jsonl(log)
+    assert [p["observed"] for p in pairs] == [1.0, 1.0, 1.0]
+
+
+def test_a_name_that_is_not_a_str_is_an_invalid_observation(store: TraceStore) -> None:
+    from pytest_ldd.errors import InvalidObservationError
+
+    cal = calibrated(store, [0.1])
+    for name in (["pass_rate"], {"a": 1}, 3, None):
+        with pytest.raises(InvalidObservationError, match=r"a metric name must be a str \(got"):
+            cal.log(name, 0.1, 0.2)  # type: ignore[arg-type]
