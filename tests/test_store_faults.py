@@ -19,7 +19,7 @@ from calibration_support import log_errors, rate
 
 from pytest_ldd import cli, positive_count
 from pytest_ldd.calibrator import Calibrator
-from pytest_ldd.errors import LddWarning, StoreCorruptError
+from pytest_ldd.errors import InvalidSpecError, LddWarning, StoreCorruptError
 from pytest_ldd.registry import MetricRegistry
 from pytest_ldd.store.files import TraceStore
 
@@ -648,3 +648,75 @@ def test_a_name_that_is_not_a_str_is_an_invalid_observation(store: TraceStore) -
     for name in (["pass_rate"], {"a": 1}, 3, None):
         with pytest.raises(InvalidObservationError, match=r"a metric name must be a str \(got"):
             cal.log(name, 0.1, 0.2)  # type: ignore[arg-type]
+
+
+# -- 18. one validator for the marker, [tool.ldd] and ldd ------------------------------
+
+CONTRADICTIONS = [
+    ("le = 0.1\nge = 0.9", "ge = 0.9 and le = 0.1"),
+    ("lt = 0.5\ngt = 0.5", "gt = 0.5 and lt = 0.5"),
+    ("le = 0.5\ngt = 0.5", "gt = 0.5 and le = 0.5"),
+    ("lt = 1\nge = 2", "ge = 2 and lt = 1"),
+]
+
+
+@pytest.mark.parametrize(("bounds", "named"), CONTRADICTIONS)
+def test_contradictory_bounds_are_refused_everywhere(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], bounds: str, named: str
+) -> None:
+    from pytest_ldd.config import load_config
+
+    pytester.makepyprojecttoml(
+        "[tool.ldd.metrics.lat]\nkind = 'positive'\ndescription = 'latency of the endpoint'\n"
+        + bounds
+    )
+    with pytest.raises(InvalidSpecError, match=re.escape(named)):
+        load_config(pytester.path)
+    code, _, err = run_ldd(capsys, "metric", "list", "--project", str(pytester.path))
+    assert code == cli.EXIT_USAGE
+    assert named in err
+    marker = ", ".join(bounds.replace(" ", "").splitlines())
+    pytester.makepyprojecttoml("")
+    pytester.makepyfile(
+        f"""
+        import pytest
+
+        @pytest.mark.metric("lat", kind="positive", description="latency", {marker})
+        def test_lat(ldd):
+            ldd.observe("lat", 1.0)
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    assert named in result.stdout.str() + result.stderr.str()
+    assert result.ret != 0
+
+
+def test_consistent_bounds_pass(pytester: pytest.Pytester) -> None:
+    from pytest_ldd.config import load_config
+
+    pytester.makepyprojecttoml(
+        "[tool.ldd.metrics.lat]\nkind = 'positive'\ndescription = 'latency'\nge = 1\nle = 1\n"
+    )
+    assert load_config(pytester.path).metrics["lat"].bounds() == {"le": 1.0, "ge": 1.0}
+
+
+def test_normalize_scale_on_a_bounded_metric_is_refused_in_tool_ldd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        "[tool.ldd.metrics.rate]\nkind = 'bounded'\ndescription = 'share of failing tests'\n"
+        "normalize_scale = 10\n"
+    )
+    code, _, err = run_ldd(capsys, "metric", "list", "--project", str(tmp_path))
+    assert code == cli.EXIT_USAGE
+    assert "normalize_scale applies to positive and signed metrics, not 'bounded'" in err
+
+
+def test_a_gate_of_a_metric_that_is_no_corpus_metric_is_refused_by_ldd(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.ldd.gates.foo]\nle = 1\n")
+    code, _, err = run_ldd(capsys, "metric", "list", "--project", str(tmp_path))
+    assert code == cli.EXIT_USAGE
+    assert "[tool.ldd.gates] foo" in err
+    assert "task_success, cost_per_success" in err
