@@ -54,7 +54,12 @@ class Calibrator:
     def __init__(self, registry: MetricRegistry, gate: CalibrationGate | None = None) -> None:
         self.registry = registry
         self.gate = gate
-        registry._refresh = self._refresh_lagging
+        # Before each write, lagging states are re-evaluated with the registry's own
+        # gates (a calibrator with a gate of its own is a view, not the store's rule).
+        if gate is None:
+            registry._refresh = self._refresh_lagging
+        elif registry._refresh is None:
+            registry._refresh = Calibrator(registry)._refresh_lagging
 
     def __repr__(self) -> str:
         return f"Calibrator({self.registry!r})"
