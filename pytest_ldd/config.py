@@ -366,10 +366,10 @@ class _Reader:
                 gates[name] = self.bounds(key, bounds)
                 if name not in CORPUS_METRICS:
                     msg = (
-                        f"[tool.ldd.gates] {name} in {self.path}: corpus gates apply to the "
-                        f"session aggregates {', '.join(CORPUS_METRICS)} (got {name!r}); gate "
-                        f"other metrics with le/lt/ge/gt in [tool.ldd.metrics.{name}] or on "
-                        f"the marker"
+                        f"[tool.ldd.gates] {name}: corpus gates apply to the session "
+                        f"aggregates {', '.join(CORPUS_METRICS)} (got {name!r}); gate other "
+                        f"metrics with le/lt/ge/gt in [tool.ldd.metrics.{name}] or on the "
+                        f"marker ({self.path})"
                     )
                     raise InvalidSpecError(msg)
         agents = AgentsConfig()
