@@ -720,3 +720,68 @@ def test_a_gate_of_a_metric_that_is_no_corpus_metric_is_refused_by_ldd(
     assert code == cli.EXIT_USAGE
     assert "[tool.ldd.gates] foo" in err
     assert "task_success, cost_per_success" in err
+
+
+def test_a_session_whose_store_folder_cannot_be_created(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "test_it.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.metric('rate', kind='bounded', description='share of failing tests')\n"
+        "def test_it(ldd):\n"
+        "    ldd.observe('rate', 0.1, predicted=0.2)\n"
+    )
+    with immutable(project):
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--ldd", str(project)],
+            cwd=project,
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    text = result.stdout + result.stderr
+    assert "INTERNALERROR" not in text
+    assert "Traceback" not in text
+    assert f"cannot create the store folder {project / '.ldd'}" in text
+    assert result.returncode != 0
+
+
+def _limited(limit: int) -> Callable[[], None]:
+    def apply() -> None:
+        import resource
+        import signal
+
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # EFBIG, not a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+    return apply
+
+
+@pytest.mark.parametrize("fails", ["everything", "the append", "the replace"])
+def test_a_full_disk_is_a_named_error_and_loses_nothing(tmp_path: Path, fails: str) -> None:
+    store = TraceStore(tmp_path)
+    calibrated(store, [0.1] * 2)
+    before = {p.name: p.read_bytes() for p in store.ldd_dir.iterdir()}
+    log_size = len(before["metric_calibrations.jsonl"])
+    assert len(before["metrics.json"]) > log_size + 400
+    limit = {"everything": 0, "the append": log_size + 20, "the replace": log_size + 400}[fails]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_ldd", *CALIBRATE, "--project", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        preexec_fn=_limited(limit),
+        check=False,
+        timeout=60,
+    )
+    assert result.returncode == cli.EXIT_FAILED, result.stderr
+    assert "File too large" in result.stderr
+    assert "internal error" not in result.stderr
+    assert "Traceback" not in result.stderr
+    after_log, _ = store.read_jsonl(store.calibrations_path)
+    assert len(after_log) == (3 if fails == "the replace" else 2)
+    assert store.calibrations_path.read_bytes().endswith(b"\n")  # no half-written line
+    if fails == "the replace":  # appended, then metrics.json could not be replaced
+        assert "the pair was logged (do not log it again)" in result.stderr
+    assert store.metrics_path.read_bytes() == before["metrics.json"]
+    assert Calibrator(MetricRegistry(store)).stats("pass_rate").n == len(after_log)

@@ -623,7 +623,14 @@ class TraceStore:
                 _write_all(held.fd, b"\n")
                 size += 1
         held.end = -1  # until the write is known to be whole
-        _write_all(held.fd, data)
+        try:
+            _write_all(held.fd, data)
+        except OSError:
+            # A full disk or a file-size limit mid-write: take back the part written,
+            # so no torn line is left behind (the lock keeps every other writer out).
+            with suppress(OSError):
+                os.ftruncate(held.fd, size)
+            raise
         if fsync:
             os.fsync(held.fd)
         held.end = size + len(data)
