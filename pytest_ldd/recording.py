@@ -575,7 +575,10 @@ def gate_message(
     name: str, value: float, unit: str, bound: Bound, state: MetricState | None
 ) -> str:
     """``ldd gate failed: latency_p99 = 512 ms, limit le 500 (load-bearing: n=12, MAE=0.041)``."""
-    shown = format_value(value) + ("" if unit in ("", "dimensionless") else f" {unit}")
+    from pytest_ldd.terminal import printable
+
+    # The unit comes from the store or the config: it never steers the terminal.
+    shown = format_value(value) + ("" if unit in ("", "dimensionless") else f" {printable(unit)}")
     if state is not None and state.is_load_bearing:
         return (
             f"ldd gate failed: {name} = {shown}, limit {bound} "

@@ -785,3 +785,29 @@ def test_a_full_disk_is_a_named_error_and_loses_nothing(tmp_path: Path, fails: s
         assert "the pair was logged (do not log it again)" in result.stderr
     assert store.metrics_path.read_bytes() == before["metrics.json"]
     assert Calibrator(MetricRegistry(store)).stats("pass_rate").n == len(after_log)
+
+
+def test_escapes_never_reach_the_terminal_from_a_pytest_session(tmp_path: Path) -> None:
+    unit = "ms\x1b]0;owned\x07\x1b[2J"
+    registry = MetricRegistry(TraceStore(tmp_path))
+    registry.register(
+        positive_count("lat", description="latency of the endpoint", unit=unit, normalize_scale=10)
+    )
+    edit(TraceStore(tmp_path), lambda doc: doc["specs"][0].update(description=HOSTILE))
+    (tmp_path / "test_it.py").write_text(
+        "import pytest\n\n"
+        "@pytest.mark.metric('lat', le=1)\n"
+        "def test_it(ldd):\n"
+        "    ldd.observe('lat', 5.0, predicted=4.0)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--ldd", "-rA", "-v"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+    )
+    text = result.stdout + result.stderr
+    assert "ldd advisory breach: lat = 5 ms\\x1b]0;owned\\x07\\x1b[2J" in text
+    assert not any(ch in text for ch in "\x1b\x07\x9b\u202e")
