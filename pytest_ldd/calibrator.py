@@ -13,10 +13,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from pytest_ldd.errors import InvalidObservationError, StoreCorruptError
 from pytest_ldd.records import (
     CalibrationRecord,
     ObservationRecord,
     PairError,
+    RawPair,
     json_raw,
     utc_timestamp,
 )
@@ -35,6 +37,13 @@ if TYPE_CHECKING:
 
 __all__ = ["Calibrator"]
 
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= TOLERANCE
+
+
 class Calibrator:
     """Logs calibration pairs and observations; keeps statistics; moves states.
 
@@ -45,6 +54,12 @@ class Calibrator:
     def __init__(self, registry: MetricRegistry, gate: CalibrationGate | None = None) -> None:
         self.registry = registry
         self.gate = gate
+        # Before each write, lagging states are re-evaluated with the registry's own
+        # gates (a calibrator with a gate of its own is a view, not the store's rule).
+        if gate is None:
+            registry._refresh = self._refresh_lagging
+        elif registry._refresh is None:
+            registry._refresh = Calibrator(registry)._refresh_lagging
 
     def __repr__(self) -> str:
         return f"Calibrator({self.registry!r})"
@@ -207,6 +222,27 @@ class Calibrator:
         self._scan(accs, recount=True)
         return accs
 
+    def _scan_all(self, accs: Sequence[tuple[str, Accumulator]], *, recount: bool = False) -> None:
+        """:meth:`_scan` for several accumulators per metric, in one read of the store."""
+        if not accs:
+            return
+        end: Cursor | None = None
+        by_name: dict[str, list[Accumulator]] = {}
+        for name, acc in accs:
+            by_name.setdefault(name, []).append(acc)
+        for begin, errors, after in self.store.read_pairs(
+            [acc.cursor for _, acc in accs], recount=recount
+        ):
+            end = after
+            for name, version, error in errors:
+                for acc in by_name.get(name, ()):
+                    if version == acc.version and acc.cursor <= begin:
+                        acc.add(error if type(error) is float else self._raw_error(name, error))
+        if end is not None:
+            for _, acc in accs:
+                if acc.cursor < end:
+                    acc.cursor = end
+
     def _scan(self, accs: Mapping[str, Accumulator], *, recount: bool = False) -> None:
         """Ask the store once for the pairs past the earliest cursor; add each pair to
         every acc whose cursor it lies at or past, then move the cursors to the end."""
@@ -221,20 +257,40 @@ class Calibrator:
                 name, version, error = errors[0]
                 acc = accs.get(name)
                 if acc is not None and version == acc.version and acc.cursor <= begin:
-                    acc.add(error)
+                    acc.add(error if type(error) is float else self._raw_error(name, error))
                 continue
             # A batch of this process's own appends: one add_many per metric.
             found: dict[str, list[float]] = {}
             for name, version, error in errors:
                 acc = accs.get(name)
                 if acc is not None and version == acc.version and acc.cursor <= begin:
-                    found.setdefault(name, []).append(error)
+                    found.setdefault(name, []).append(
+                        error if type(error) is float else self._raw_error(name, error)
+                    )
             for name, batch in found.items():
                 accs[name].add_many(batch)
         if end is not None:
             for acc in accs.values():
                 if acc.cursor < end:
                     acc.cursor = end
+
+    def _raw_error(self, name: str, error: float | RawPair) -> float:
+        """The error of a pair logged as raw values, normalized with ``name``'s spec."""
+        if not isinstance(error, RawPair):
+            return float(error)
+        metric = self.registry.get(name)
+        values = []
+        for key, value in (("predicted", error.predicted), ("observed", error.observed)):
+            try:
+                values.append(metric.normalize(value, field=key))
+            except InvalidObservationError as err:
+                msg = (
+                    f"{error.where}: {key!r} must be a normalized number in [0, 1] (got "
+                    f"{value!r}), and read as a raw value of {name!r} it is not valid "
+                    f"either ({err})"
+                )
+                raise StoreCorruptError(msg, path=error.where.rpartition(":")[0]) from err
+        return abs(values[0] - values[1])
 
     def _gates(self, names: Iterable[str]) -> dict[str, CalibrationGate]:
         return {name: self.gate_for(name) for name in names}
@@ -274,27 +330,82 @@ class Calibrator:
         return acc.stats(window)
 
     def verify(self) -> list[str]:
-        """Compare the incremental figures with a full recompute; describe each mismatch."""
-        entries = list(self.registry._entries.values())
-        self._caught_up(entries)
+        """Compare the incremental figures and the stored states with a full recompute.
+
+        One read of the log serves both (a session appending meanwhile cannot make
+        them disagree); each mismatch is described.  A stored state must have been
+        evaluated on every counted pair, its figures must be the recomputed ones, and
+        its state the one the gate gives them.
+        """
+        registry = self.registry
+        entries = list(registry._entries.values())
         gates = self._gates(e.spec.name for e in entries)
+        # The stored states against the statistics stored with them, as on disk now.
+        on_disk = registry._parse(registry._decode(self.store.read_registry_bytes()))
+        stored = {
+            name: (e.state, e.acc.stats(gates[name].window))
+            for name, e in on_disk.items()
+            if name in gates and e.spec == registry._entries[name].spec
+        }
+        for entry in entries:
+            window = gates[entry.spec.name].window
+            if window > entry.acc.keep and entry.acc.n > len(entry.acc.recent):
+                entry.acc = Accumulator(
+                    entry.acc.version, entry.acc.start, entry.acc.start, keep=window
+                )
+            entry.acc.widen(window)
         widest = max((g.window for g in gates.values()), default=1)
         origin = self.store.origin()
-        full = self._count({e.spec.name: e.spec.version for e in entries}, origin, widest)
+        full = {
+            e.spec.name: Accumulator(e.spec.version, origin, origin, keep=widest) for e in entries
+        }
+        accs = [*((e.spec.name, e.acc) for e in entries), *full.items()]
+        self._scan_all(accs, recount=True)
         problems: list[str] = []
         for entry in entries:
-            name, window = entry.spec.name, gates[entry.spec.name].window
-            mine, theirs = entry.acc.stats(window), full[name].stats(window)
+            name, gate = entry.spec.name, gates[entry.spec.name]
+            head = f"metric {name!r} version {entry.spec.version}"
+            mine, theirs = entry.acc.stats(gate.window), full[name].stats(gate.window)
             for key in ("n", "mae", "p95_error", "worst_error", "window_mae"):
                 a, b = getattr(mine, key), getattr(theirs, key)
-                same = (a is None and b is None) or (
-                    a is not None and b is not None and abs(a - b) <= TOLERANCE
-                )
-                if not same:
-                    problems.append(
-                        f"metric {name!r} version {entry.spec.version}: stored {key} = {a!r}, "
-                        f"full recompute {key} = {b!r}"
-                    )
+                if not _same(a, b):
+                    problems.append(f"{head}: stored {key} = {a!r}, full recompute {key} = {b!r}")
+            if name in stored:
+                problems.extend(self._state_problems(*stored[name], gate, head))
+        return problems
+
+    def _state_problems(
+        self, state: MetricState, stored: CalibrationStats, gate: CalibrationGate, head: str
+    ) -> list[str]:
+        """How a stored state disagrees with the statistics stored with it."""
+        if state.n != stored.n:
+            return [
+                f"{head}: state n_calibration_samples = {state.n}, but {stored.n} pairs are "
+                f"counted (the state lags; an update re-evaluates it)"
+            ]
+        problems = []
+        shown = (
+            ("last_mae", state.mae, stored.mae),
+            ("last_p95_error", state.p95_error, stored.p95_error),
+            ("last_worst_error", state.worst_error, stored.worst_error),
+            ("last_window_mae", state.window_mae, stored.window_mae),
+        )
+        for key, a, b in shown:
+            if not _same(a, b):
+                problems.append(f"{head}: state {key} = {a!r}, its counted pairs give {b!r}")
+        expected = gate.verdict(stored)
+        entries = self.registry._entries
+        comps = entries[state.name].spec.components
+        if (
+            expected == "load_bearing"
+            and comps is not None
+            and not all(n in entries and entries[n].state.is_load_bearing for n, _ in comps)
+        ):
+            expected = "insufficient_data"
+        if state.state != expected:
+            problems.append(
+                f"{head}: state = {state.state!r}, but the gate gives its figures {expected!r}"
+            )
         return problems
 
     # ------------------------------------------------------------------ states
@@ -326,6 +437,21 @@ class Calibrator:
             promoted_at=promoted_at,
             demoted_at=demoted_at,
         )
+
+    def _refresh_lagging(self) -> None:
+        """Re-evaluate every state whose pairs were counted since it was evaluated.
+
+        Run before each write of the registry: statistics counted in memory (by
+        :meth:`stats`, :meth:`verify`) are stored with a state evaluated on them.
+        """
+        entries = self.registry._entries
+        lagging = [n for n, e in entries.items() if e.state.n != e.acc.n]
+        if not lagging:
+            return
+        now = utc_timestamp()
+        for name in self._order(lagging):
+            entry = entries[name]
+            entry.state = self._evaluate(entry, self.gate_for(name), now)
 
     def _order(self, names: Iterable[str] | None) -> list[str]:
         """The names to evaluate, with their dependent composites, components first."""
@@ -360,9 +486,14 @@ class Calibrator:
 
     def _plan(self, names: Iterable[str] | None) -> list[tuple[str, MetricState, MetricState]]:
         """Catch up and evaluate ``names`` in memory; return (name, before, after) for all."""
-        order = self._order(names)
         entries = self.registry._entries
+        counted = {name: e.acc.n for name, e in entries.items()}
         self._catch_up(list(entries.values()), self._gates(entries))
+        if names is not None:
+            # A state always follows the pairs counted with it: a metric whose pairs
+            # moved is re-evaluated too (its stored figures would lag otherwise).
+            names = [*names, *(n for n, e in entries.items() if e.acc.n != counted[n])]
+        order = self._order(names)
         now = utc_timestamp()
         results = []
         for name in order:

@@ -15,11 +15,13 @@ import os
 import sys
 import warnings
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, LddError
+from pytest_ldd.terminal import printable
 
 if TYPE_CHECKING:
     from pytest_ldd.config import LddConfig
@@ -48,11 +50,12 @@ def _one_line(text: str) -> str:
 
 
 def _say(text: str, stream: TextIO | None = None) -> None:
-    print(text, file=stream if stream is not None else sys.stdout)
+    # Units and descriptions come from the store: never let them steer the terminal.
+    print(printable(text, newlines=True), file=stream if stream is not None else sys.stdout)
 
 
 def _err(text: str) -> None:
-    print(f"ldd: {_one_line(text)}", file=sys.stderr)
+    print(f"ldd: {printable(_one_line(text))}", file=sys.stderr)
 
 
 # -- opening the project ---------------------------------------------------------------
@@ -131,7 +134,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
         if len(description) > DESCRIPTION_WIDTH:
             cut = description[: DESCRIPTION_WIDTH - 2]
             description = (cut.rsplit(" ", 1)[0] if " " in cut else cut).rstrip(" ,;:") + "..."
-        rows.append([name, spec.kind, spec.unit, str(spec.version), state.state, description])
+        cells = [name, spec.kind, spec.unit, str(spec.version), state.state, description]
+        rows.append([printable(cell) for cell in cells])
     headers = ["metric", "kind", "unit", "v", "state", "description"]
     for line in format_table(headers, rows, ["<", "<", "<", ">", "<", "<"]):
         _say(line)
@@ -212,7 +216,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     ]
     width = max(len(key) for key, _ in pairs)
     for key, value in pairs:
-        _say(f"{(key + ':').ljust(width + 1)}  {value}")
+        _say(f"{(key + ':').ljust(width + 1)}  {printable(value)}")
     return EXIT_OK
 
 
@@ -239,7 +243,19 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
     before = project.registry.state(args.name)
     calibrator = Calibrator(project.registry)
     record = calibrator.log(args.name, args.predicted, args.observed)
-    calibrator.try_promote(args.name)
+    try:
+        calibrator.try_promote(args.name)
+    except LddError as exc:
+        # The pair is in the log: say so apart from what failed, so nobody logs it twice.
+        _say(
+            f"logged {args.name!r}: predicted {record.predicted:.3f}, observed "
+            f"{record.observed:.3f} (normalized) to {project.store.location}"
+        )
+        _err(
+            f"the pair was logged (do not log it again), but the state of {args.name!r} "
+            f"was not updated: {exc}"
+        )
+        return EXIT_FAILED
     after = project.registry.state(args.name)
     if after.is_load_bearing and not before.is_load_bearing:
         _say(
@@ -270,7 +286,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
     mismatches = Calibrator(project.registry).verify() if names else []
     if mismatches:
         for line in mismatches:
-            print(f"mismatch: {_one_line(line)}", file=sys.stderr)
+            print(f"mismatch: {printable(_one_line(line))}", file=sys.stderr)
         count = len(mismatches)
         _err(f"verify failed: {count} mismatch{'es' if count != 1 else ''}")
         return EXIT_FAILED
@@ -285,13 +301,21 @@ def _cmd_report(args: argparse.Namespace) -> int:
         msg = "report needs --json FILE, --html FILE or both"
         raise UsageError(msg)
     project = _open(args)
-    if args.json_path is not None:
-        doc = build_report(project.registry)
-        _say(f"wrote JSON report to {write_json(args.json_path, doc)}")
-    if args.html_path is not None:
-        # The page thins its plots: a long log is read as its tail and an even sample.
-        page = build_report(project.registry, budget=HTML_LOG_BUDGET)
-        _say(f"wrote HTML report to {write_html(args.html_path, page)}")
+    # The page thins its plots: a long log is read as its tail and an even sample.
+    targets = [
+        ("JSON", args.json_path, write_json, None),
+        ("HTML", args.html_path, write_html, HTML_LOG_BUDGET),
+    ]
+    for kind, path, write, budget in targets:
+        if path is None:
+            continue
+        doc = build_report(project.registry, budget=budget)
+        try:
+            written = write(path, doc)
+        except OSError as exc:
+            msg = f"cannot write the {kind} report to {path}: {exc.strerror or exc}"
+            raise LddError(msg) from exc
+        _say(f"wrote {kind} report to {written}")
     return EXIT_OK
 
 
@@ -490,8 +514,18 @@ def _exit_code(exc: SystemExit) -> int:
     return EXIT_FAILED
 
 
+def _tolerant_output() -> None:
+    # A unit like "µs" on an ASCII or Latin-1 terminal: an escape, not a crash.
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            with suppress(ValueError, OSError):  # a closed or odd stream: leave it
+                reconfigure(errors="backslashreplace")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``ldd`` command with ``argv`` (default: ``sys.argv[1:]``); return its exit code."""
+    _tolerant_output()
     arguments = list(sys.argv[1:] if argv is None else argv)
     if arguments[:1] == ["demo"]:
         # Everything after "demo" belongs to the demo, options included (argparse's

@@ -302,7 +302,11 @@ class _Reader:
         return replace(base, **overrides)
 
     def bounds(self, key: str, table: Mapping[str, Any]) -> dict[str, float]:
-        return {b: self.limit(f"{key}.{b}", table[b]) for b in BOUND_KEYS if b in table}
+        from pytest_ldd.gates import check_bounds
+
+        limits = {b: self.limit(f"{key}.{b}", table[b]) for b in BOUND_KEYS if b in table}
+        check_bounds(limits, where=f"{key} in {self.path}")
+        return limits
 
     def metric(self, key: str, name: str, value: object, base: CalibrationGate) -> MetricConfig:
         if not _NAME_RE.fullmatch(name):
@@ -317,6 +321,13 @@ class _Reader:
         opt = table.get
         unit, description, check = opt("unit"), opt("description"), opt("check")
         version, scale, calibration = opt("version"), opt("normalize_scale"), opt("calibration")
+        if kind == "bounded" and scale is not None:
+            # As the marker says: a bounded metric is already on the [0, 1] scale.
+            msg = (
+                f"{key}.normalize_scale in {self.path}: normalize_scale applies to positive "
+                f"and signed metrics, not 'bounded' (got {scale!r})"
+            )
+            raise InvalidSpecError(msg)
         return MetricConfig(
             name=name,
             kind=kind,
@@ -351,12 +362,22 @@ class _Reader:
                 metrics[name] = self.metric(f"{root}.metrics.{name}", name, item, gate)
         gates: dict[str, dict[str, float]] = {}
         if "gates" in table:
+            from pytest_ldd.recording import CORPUS_METRICS
+
             for name, item in self.table(f"{root}.gates", table["gates"], None).items():
                 key = f"{root}.gates.{name}"
                 bounds = self.table(key, item, BOUND_KEYS)
                 if not bounds:
                     raise self.wrong(key, "a table with one of le, lt, ge, gt", bounds)
                 gates[name] = self.bounds(key, bounds)
+                if name not in CORPUS_METRICS:
+                    msg = (
+                        f"[tool.ldd.gates] {name}: corpus gates apply to the session "
+                        f"aggregates {', '.join(CORPUS_METRICS)} (got {name!r}); gate other "
+                        f"metrics with le/lt/ge/gt in [tool.ldd.metrics.{name}] or on the "
+                        f"marker ({self.path})"
+                    )
+                    raise InvalidSpecError(msg)
         agents = AgentsConfig()
         if "agents" in table:
             section = self.table(f"{root}.agents", table["agents"], _AGENT_KEYS)

@@ -13,7 +13,7 @@ from typing import Any, final
 
 from pytest_ldd.errors import InvalidSpecError
 
-__all__ = ["BOUND_KEYS", "Bound", "format_value", "parse_bounds"]
+__all__ = ["BOUND_KEYS", "Bound", "check_bounds", "format_value", "parse_bounds"]
 
 #: The gate keywords, in the order they are reported.
 BOUND_KEYS: tuple[str, ...] = ("le", "lt", "ge", "gt")
@@ -68,7 +68,26 @@ def parse_bounds(options: Mapping[str, Any], *, where: str) -> tuple[Bound, ...]
                 msg = f"{where}: gate {key!r} must be a number (got {limit!r})"
                 raise InvalidSpecError(msg)
             bounds.append(Bound(key, float(limit)))
+    check_bounds({b.op: b.limit for b in bounds}, where=where)
     return tuple(bounds)
+
+
+def check_bounds(limits: Mapping[str, float], *, where: str) -> None:
+    """Refuse limits that no value can meet (``le = 0.1`` with ``ge = 0.9``).
+
+    The one check behind the marker, ``[tool.ldd]`` and the ``ldd`` command.
+    """
+    lows = [(limits[k], k) for k in ("ge", "gt") if k in limits]
+    highs = [(limits[k], k) for k in ("le", "lt") if k in limits]
+    for low, low_key in lows:
+        for high, high_key in highs:
+            strict = low_key == "gt" or high_key == "lt"
+            if low > high or (low == high and strict):
+                msg = (
+                    f"{where}: gates {low_key} = {format_value(low)} and {high_key} = "
+                    f"{format_value(high)} contradict each other: no value meets both"
+                )
+                raise InvalidSpecError(msg)
 
 
 def format_value(value: float) -> str:

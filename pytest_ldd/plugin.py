@@ -1309,6 +1309,8 @@ class LddSession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         mode = self.config.getoption("ldd_summary")
         doc = self.document
+        from pytest_ldd.terminal import printable
+
         if (
             doc is not None
             and mode != "none"
@@ -1319,16 +1321,17 @@ class LddSession:
             terminalreporter.write_sep("=", "ldd")
             failures = set(self.ledger.corpus_failures if self.ledger is not None else ())
             verbose = self.config.get_verbosity() > 0
-            for line in report.render_terminal(doc, verbose=verbose):
-                if line in failures:
+            for text in report.render_terminal(doc, verbose=verbose):
+                line = printable(text)  # units and descriptions never steer the terminal
+                if text in failures:
                     terminalreporter.write_line(line, red=True, bold=True)
                 else:
                     terminalreporter.write_line(line)
         if self.end_errors:
             if doc is None or mode == "none":
                 terminalreporter.write_sep("=", "ldd")
-            for line in self.end_errors:
-                terminalreporter.write_line(line, red=True, bold=True)
+            for text in self.end_errors:
+                terminalreporter.write_line(printable(text), red=True, bold=True)
 
 
 def _metric_from_marker(name: str, given: dict[str, Any]) -> Any:

@@ -604,7 +604,10 @@ def _payload_problem(payload: Mapping[str, Any]) -> str | None:
 def _raw_number(observed: Any, normalized: float) -> float:
     """The raw value gates compare: the number itself, or the rate of a pair."""
     if isinstance(observed, (int, float)) and not isinstance(observed, bool):
-        return float(observed)
+        try:
+            return float(observed)
+        except OverflowError:  # an int beyond float range: the metric took it as infinite
+            return math.inf if observed > 0 else -math.inf
     return normalized
 
 
@@ -612,7 +615,10 @@ def gate_message(
     name: str, value: float, unit: str, bound: Bound, state: MetricState | None
 ) -> str:
     """``ldd gate failed: latency_p99 = 512 ms, limit le 500 (load-bearing: n=12, MAE=0.041)``."""
-    shown = format_value(value) + ("" if unit in ("", "dimensionless") else f" {unit}")
+    from pytest_ldd.terminal import printable
+
+    # The unit comes from the store or the config: it never steers the terminal.
+    shown = format_value(value) + ("" if unit in ("", "dimensionless") else f" {printable(unit)}")
     if state is not None and state.is_load_bearing:
         return (
             f"ldd gate failed: {name} = {shown}, limit {bound} "

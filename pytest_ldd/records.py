@@ -14,7 +14,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from numbers import Real
 from typing import Any, Final, final
@@ -25,12 +25,18 @@ __all__ = [
     "CalibrationRecord",
     "ObservationRecord",
     "PairError",
+    "RawPair",
+    "check_line",
+    "check_observation_line",
     "check_pair_line",
+    "check_session_line",
     "encode_line",
     "is_number",
+    "is_raw_pair",
     "json_raw",
     "line_head",
     "line_tail",
+    "normalized_pair",
     "number_text",
     "observation_text",
     "pair_text",
@@ -38,9 +44,25 @@ __all__ = [
     "utc_timestamp",
 ]
 
+@final
+@dataclass(frozen=True, slots=True)
+class RawPair:
+    """A pair logged as raw values, as the reference LDD tool logs positive and signed
+    metrics: no ``raw_*`` keys, and ``predicted`` / ``observed`` outside [0, 1].
+
+    The statistics normalize it with the metric's spec (:func:`normalized_pair`);
+    ``where`` names the line (``path:line``) for messages.
+    """
+
+    predicted: float
+    observed: float
+    where: str
+
+
 #: ``(metric_name, metric_version, |predicted - observed|)`` of one pair: what the
-#: statistics need of it.
-PairError = tuple[str, int, float]
+#: statistics need of it.  A line of raw values carries a :class:`RawPair` instead of
+#: the error, for the reader that knows the spec to normalize.
+PairError = tuple[str, int, "float | RawPair"]
 
 #: One record as a compact JSON line (json.dumps with keywords builds a new encoder
 #: per call; a log line is hot).
@@ -327,17 +349,86 @@ class ObservationRecord:
             raise InvalidObservationError(f"{source}: {err}") from err
 
 
+def is_raw_pair(record: Mapping[str, Any]) -> bool:
+    """Whether a calibration line holds raw values (see :class:`RawPair`)."""
+    if "raw_predicted" in record or "raw_observed" in record:
+        return False
+    values = (record.get("predicted"), record.get("observed"))
+    return all(is_number(v) and math.isfinite(v) for v in values) and not all(  # type: ignore[arg-type]
+        _unit(v) for v in values
+    )
+
+
 def check_pair_line(record: dict[str, Any]) -> None:
-    """Validate a calibration log line enough to count it (raises ValueError naming the key)."""
+    """Validate a calibration log line enough to count it (raises ValueError naming the key).
+
+    A line without ``raw_*`` keys may hold raw finite values (the reference tool's
+    lines of positive and signed metrics, see :class:`RawPair`); every other line
+    holds normalized values in [0, 1].
+    """
     name, version = record["metric_name"], record["metric_version"]
-    if not isinstance(name, str):
-        msg = f"'metric_name' must be a str (got {name!r})"
+    if not isinstance(name, str) or not name:
+        msg = f"'metric_name' must be a non-empty str (got {name!r})"
         raise ValueError(msg)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         msg = f"'metric_version' must be an int >= 1 (got {version!r})"
         raise ValueError(msg)
+    if is_raw_pair(record):
+        return
     for key in ("predicted", "observed"):
         if not _unit(record[key]):
             msg = f"{key!r} must be a normalized number in [0, 1] (got {record[key]!r})"
             raise ValueError(msg)
 
+
+def normalized_pair(record: Mapping[str, Any], normalize: Callable[..., float]) -> dict[str, Any]:
+    """A calibration line with normalized values: a raw line is normalized by
+    ``normalize(value, field=key)`` (a metric's ``normalize``; its raw values kept as
+    ``raw_*``), others as they are."""
+    if not is_raw_pair(record):
+        return dict(record)
+    line = dict(record)
+    for key in ("predicted", "observed"):
+        line[f"raw_{key}"] = record[key]
+        line[key] = normalize(record[key], field=key)
+    return line
+
+
+def _optional(record: Mapping[str, Any], key: str, kind: type, expected: str) -> None:
+    value = record.get(key)
+    if value is not None and not isinstance(value, kind):
+        msg = f"{key!r} must be {expected} or null (got {value!r})"
+        raise ValueError(msg)
+
+
+def check_observation_line(record: dict[str, Any]) -> None:
+    """Validate an observation log line (raises ValueError naming the key)."""
+    name, version = record["metric_name"], record["metric_version"]
+    if not isinstance(name, str) or not name:
+        msg = f"'metric_name' must be a non-empty str (got {name!r})"
+        raise ValueError(msg)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
+        msg = f"'metric_version' must be an int >= 1 (got {version!r})"
+        raise ValueError(msg)
+
+
+def check_session_line(record: dict[str, Any]) -> None:
+    """Validate a ``sessions.jsonl`` line as far as reports read it (ValueError naming the key)."""
+    for key in ("session_id", "started_at", "ended_at"):
+        _optional(record, key, str, "a str")
+    for key in ("counts", "corpus"):
+        _optional(record, key, dict, "an object")
+    changes = record.get("state_changes")
+    if changes is not None and not (
+        isinstance(changes, list) and all(isinstance(c, dict) for c in changes)
+    ):
+        msg = f"'state_changes' must be a list of objects or null (got {changes!r})"
+        raise ValueError(msg)
+
+
+#: The validator of each log's lines, by the store's log name.
+check_line: Final[Mapping[str, Callable[[dict[str, Any]], None]]] = {
+    "pairs": check_pair_line,
+    "observations": check_observation_line,
+    "sessions": check_session_line,
+}

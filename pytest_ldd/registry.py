@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from pytest_ldd.errors import (
     CompositionError,
@@ -28,13 +28,14 @@ from pytest_ldd.errors import (
 )
 from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
 from pytest_ldd.records import is_number, utc_timestamp
-from pytest_ldd.statistics import Accumulator, CalibrationGate, MetricState
-from pytest_ldd.store import SCHEMA_VERSION
+from pytest_ldd.statistics import TOLERANCE, Accumulator, CalibrationGate, MetricState
+from pytest_ldd.store import SCHEMA_VERSION, StalePosition
 
 if TYPE_CHECKING:
     from pytest_ldd.store import Cursor, Store
 
 __all__ = ["MetricRegistry", "read_only_error"]
+
 
 @dataclass(slots=True)
 class _Entry:
@@ -48,10 +49,37 @@ class _Entry:
     persisted: bool = True
     # Accessor fingerprints by interpreter tag (see Metric.accessor_fingerprint).
     accessors: dict[str, str] = field(default_factory=dict)
+    #: Keys of the stored state object this registry does not know (another tool's),
+    #: written back verbatim.
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def spec(self) -> MetricSpec:
         return self.metric.spec
+
+
+#: The top-level keys of metrics.json this registry writes (others are kept verbatim).
+_DOCUMENT_KEYS: Final = frozenset({"schema_version", "generated_at", "specs", "promotions"})
+
+#: The keys of a state object this registry writes (others are kept verbatim).
+_STATE_KEYS: Final = frozenset(
+    {
+        "metric_name",
+        "version",
+        "state",
+        "is_load_bearing",
+        "promoted_at",
+        "demoted_at",
+        "n_calibration_samples",
+        "last_mae",
+        "last_p95_error",
+        "last_worst_error",
+        "last_window_mae",
+        "calibration",
+        "history",
+        "accessor_fingerprints",
+    }
+)
 
 
 def read_only_error(store: Store) -> LddError:
@@ -86,9 +114,18 @@ class MetricRegistry:
         self.gate = gate if gate is not None else CalibrationGate()
         self._gates: dict[str, CalibrationGate] = dict(gates or {})
         self._entries: dict[str, _Entry] = {}
+        # What metrics.json holds that this registry does not understand (another
+        # tool's top-level keys, states without a spec): written back verbatim.
+        self._unknown: dict[str, Any] = {}
+        self._orphans: list[Mapping[str, Any]] = []
+        #: Re-evaluates the states that lag behind their counted pairs before a write
+        #: (set by a Calibrator: a stored state always follows the pairs stored with it).
+        self._refresh: Callable[[], None] | None = None
         # The bytes last read or written: reload() parses again only when they differ.
         self._seen = self.store.read_registry_bytes()
-        self._entries = self._parse(self._decode(self._seen))
+        doc = self._decode(self._seen)
+        self._entries = self._parse(doc)
+        self._keep_unknown(doc)
 
     def __repr__(self) -> str:
         mode = ", read_only=True" if self.read_only else ""
@@ -105,7 +142,13 @@ class MetricRegistry:
     def _entry(self, name: str) -> _Entry:
         try:
             return self._entries[name]
+        except TypeError:  # an unhashable name: a list, a dict
+            msg = f"a metric name must be a str (got {name!r})"
+            raise InvalidObservationError(msg) from None
         except KeyError:
+            if not isinstance(name, str):
+                msg = f"a metric name must be a str (got {name!r})"  # type: ignore[unreachable]
+                raise InvalidObservationError(msg) from None
             known = ", ".join(self._entries) or "none"
             msg = f"unknown metric {name!r}: register it first (registered: {known})"
             raise UnknownMetricError(msg, name=name) from None
@@ -287,8 +330,17 @@ class MetricRegistry:
         raw = self.store.read_registry_bytes()
         if raw is not None and raw == self._seen:
             return
-        self._merge(self._parse(self._decode(raw)))
+        doc = self._decode(raw)
+        self._merge(self._parse(doc))
+        self._keep_unknown(doc)
         self._seen = raw
+
+    def _keep_unknown(self, doc: Mapping[str, Any] | None) -> None:
+        if doc is None:
+            return
+        self._unknown = {k: v for k, v in doc.items() if k not in _DOCUMENT_KEYS}
+        specs = {data["name"] for data in doc["specs"]}
+        self._orphans = [data for data in doc["promotions"] if data["metric_name"] not in specs]
 
     def _decode(self, raw: bytes | None) -> dict[str, Any] | None:
         return None if raw is None else self.store.parse_registry(raw)
@@ -332,11 +384,15 @@ class MetricRegistry:
                 specs.append(MetricSpec.from_json(data, source=source))
             except InvalidSpecError as err:
                 raise corrupt(str(err)) from err
+            if any(s.name == specs[-1].name for s in specs[:-1]):
+                raise corrupt(f"{source}: 'specs' holds two specs named {specs[-1].name!r}")
         states: dict[str, Mapping[str, Any]] = {}
         for data in doc["promotions"]:
             name = data.get("metric_name")
             if not isinstance(name, str):
                 raise corrupt(f"{source}: a state has no 'metric_name' (got {data!r})")
+            if name in states:
+                raise corrupt(f"{source}: 'promotions' holds two states of {name!r}")
             states[name] = data
         metrics: dict[str, Metric] = {}
         pending = list(specs)
@@ -374,15 +430,28 @@ class MetricRegistry:
         except ValueError as err:
             raise StoreCorruptError(f"{err}; the file was left untouched", path=source) from err
         if state.version != spec.version:
-            return _Entry(metric, MetricState(spec.name, spec.version), fresh_acc)
+            extra = {k: v for k, v in data.items() if k not in _STATE_KEYS}
+            return _Entry(metric, MetricState(spec.name, spec.version), fresh_acc, extra=extra)
         raw_acc = data.get("calibration")
-        acc = (
-            fresh_acc
-            if raw_acc is None
-            else Accumulator.from_json(raw_acc, source, self.store.position_from_json)
-        )
+        try:
+            acc = (
+                fresh_acc
+                if raw_acc is None
+                else Accumulator.from_json(raw_acc, source, self.store.position_from_json)
+            )
+        except StalePosition as err:
+            # Counting on from there would count other pairs (or none): recount.
+            msg = f"{err}; the statistics of {spec.name!r} are recounted from the start of the log"
+            warnings.warn(msg, LddWarning, stacklevel=2)
+            acc = fresh_acc
+            raw_acc = None
         if acc.version != spec.version:
             acc = fresh_acc
+        elif raw_acc is not None:
+            problem = state_disagreement(state, acc)
+            if problem is not None:
+                msg = f"{source}: state of {spec.name!r}: {problem}; the file was left untouched"
+                raise StoreCorruptError(msg, path=source)
         history: dict[str, list[float]] = {}
         raw_history = data.get("history", {})
         if not isinstance(raw_history, Mapping):
@@ -410,7 +479,8 @@ class MetricRegistry:
                 f"of strings (got {accessors!r})"
             )
             raise StoreCorruptError(msg, path=source)
-        return _Entry(metric, state, acc, history, accessors=dict(accessors))
+        extra = {k: v for k, v in data.items() if k not in _STATE_KEYS}
+        return _Entry(metric, state, acc, history, extra=extra, accessors=dict(accessors))
 
     def _document(self) -> dict[str, Any]:
         promotions = []
@@ -421,17 +491,22 @@ class MetricRegistry:
             item["history"] = entry.history
             if entry.accessors:
                 item["accessor_fingerprints"] = dict(sorted(entry.accessors.items()))
+            item.update((k, v) for k, v in entry.extra.items() if k not in item)
             promotions.append(item)
+        promotions.extend(dict(o) for o in self._orphans if o["metric_name"] not in self._entries)
         return {
             "schema_version": SCHEMA_VERSION,
             "generated_at": utc_timestamp(),
             "specs": [entry.spec.to_json() for entry in self._entries.values()],
             "promotions": promotions,
+            **{k: v for k, v in self._unknown.items() if k not in _DOCUMENT_KEYS},
         }
 
     def _write_locked(self) -> None:
         if self.read_only:
             raise read_only_error(self.store)
+        if self._refresh is not None:
+            self._refresh()
         self._seen = self.store.replace_registry(self._document())
         for entry in self._entries.values():
             entry.persisted = True
@@ -443,7 +518,7 @@ class MetricRegistry:
     ) -> None:
         for (name, key), values in items.items():
             entry = self._entry(name)
-            kept = entry.history.get(key, []) + [float(v) for v in values]
+            kept = entry.history.get(key, []) + [_bounded(v) for v in values]
             entry.history[key] = kept[-window:]
 
     def _check_history(
@@ -453,16 +528,24 @@ class MetricRegistry:
             msg = f"history 'window' must be an int >= 1 (got {window!r})"
             raise InvalidSpecError(msg)
         for (name, key), values in items.items():
-            self._entry(name)
+            metric = self._entry(name).metric
             if not isinstance(key, str):
                 msg = f"history key of {name!r} must be a str (got {key!r})"  # type: ignore[unreachable]
                 raise InvalidObservationError(msg)
             for v in values:
-                if not is_number(v) or not math.isfinite(v):
+                if is_number(v) and math.isfinite(v):
+                    continue
+                # What the metric accepts (an infinite latency), the history accepts.
+                try:
+                    if not is_number(v):
+                        raise InvalidObservationError(repr(v))
+                    metric.normalize(v, field="observed")
+                except InvalidObservationError:
                     msg = (
-                        f"history value of ({name!r}, {key!r}) must be a finite number (got {v!r})"
+                        f"history value of ({name!r}, {key!r}) must be a number the metric "
+                        f"accepts (got {v!r})"
                     )
-                    raise InvalidObservationError(msg)
+                    raise InvalidObservationError(msg) from None
 
     def extend_history(
         self, items: Mapping[tuple[str, str], Sequence[float]], *, window: int = 10
@@ -509,6 +592,46 @@ def _check_accessor(entry: _Entry, metric: Metric) -> bool:
     return False
 
 
+def state_disagreement(state: MetricState, acc: Accumulator) -> str | None:
+    """How a stored state contradicts the statistics stored with it (None: it does not).
+
+    A state is evaluated on the statistics counted at the time, so it may lag behind
+    them (fewer pairs), never lead; evaluated on as many pairs, its figures are the
+    statistics' own.
+    """
+    if state.n > acc.n:
+        return f"'n_calibration_samples' {state.n} exceeds the {acc.n} pairs counted"
+    if state.n == 0 and state.state != "insufficient_data":
+        return f"'state' must be 'insufficient_data' with 0 pairs (got {state.state!r})"
+    if state.n < acc.n:
+        return None
+    counted = acc.stats(acc.keep)
+    for key, stored_key in (
+        ("mae", "last_mae"),
+        ("p95_error", "last_p95_error"),
+        ("worst_error", "last_worst_error"),
+    ):
+        stored, actual = getattr(state, key), getattr(counted, key)
+        if not _same(stored, actual):
+            return f"{stored_key!r} {stored!r} is not the counted pairs' {actual!r}"
+    return None
+
+
+def _same(a: float | None, b: float | None) -> bool:
+    if a is None or b is None:
+        return a is None and b is None
+    return abs(a - b) <= TOLERANCE
+
+
+#: Infinite history values are kept as this bound (JSON holds no infinity): a mean
+#: of them stays finite and normalizes as an infinity would, whatever the scale.
+HISTORY_BOUND: Final = 1e300
+
+
+def _bounded(value: float) -> float:
+    return max(-HISTORY_BOUND, min(HISTORY_BOUND, float(value)))
+
+
 def _copy_entry(entry: _Entry) -> _Entry:
     return _Entry(
         entry.metric,
@@ -516,7 +639,8 @@ def _copy_entry(entry: _Entry) -> _Entry:
         entry.acc,
         dict(entry.history),
         entry.persisted,
-        dict(entry.accessors),
+        accessors=dict(entry.accessors),
+        extra=entry.extra,
     )
 
 

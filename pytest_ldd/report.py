@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_ldd.records import normalized_pair
 from pytest_ldd.report_text import (
     BREACH_LINES,
     Align,
@@ -204,10 +205,11 @@ def build_report(
     # Missing files read as empty; nothing is created.
     pair_log = read_log(store, "pairs", budget=budget)
     calibrations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for record in pair_log.records:
-        owner = record.get("metric_name")
-        if isinstance(owner, str) and record.get("metric_version") == versions.get(owner):
-            calibrations[owner].append(_pair_json(record))
+    for record in pair_log.records:  # validated lines (records.check_line)
+        owner = record["metric_name"]
+        if owner in versions and record["metric_version"] == versions[owner]:
+            line = normalized_pair(record, registry.get(owner).normalize)
+            calibrations[owner].append(_pair_json(line))
     observation_log = read_log(store, "observations", budget=budget)
     observations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
     for record in observation_log.records:

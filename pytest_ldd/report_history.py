@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, BinaryIO, Final, final
 
 from pytest_ldd.errors import LddWarning
+from pytest_ldd.records import check_line
 
 if TYPE_CHECKING:
     from pytest_ldd.store import LogName, Store
@@ -104,7 +105,7 @@ def read_log(
                 continue
             seen.add(start)
             raw = _line_at(handle, start, tail_from)
-            record = _parse(raw, target, start) if raw is not None else None
+            record = _parse(raw, target, start, log) if raw is not None else None
             if record is not None:
                 records.append(record)
         sampled = len(records)
@@ -114,7 +115,7 @@ def read_log(
         lines = data.split(b"\n")
         # Without a final newline the last line is still being written: not read.
         for raw in lines[:-1]:
-            record = _parse(raw, target, offset)
+            record = _parse(raw, target, offset, log)
             if record is not None:
                 records.append(record)
             offset += len(raw) + 1
@@ -154,7 +155,7 @@ def _line_at(handle: BinaryIO, start: int, end: int) -> bytes | None:
     return None
 
 
-def _parse(raw: bytes, path: Path, offset: int) -> dict[str, Any] | None:
+def _parse(raw: bytes, path: Path, offset: int, log: LogName) -> dict[str, Any] | None:
     text = raw.strip()
     if not text:
         return None
@@ -162,11 +163,21 @@ def _parse(raw: bytes, path: Path, offset: int) -> dict[str, Any] | None:
         record = json.loads(text)
     except ValueError:
         record = None
-    if not isinstance(record, dict):
-        msg = (
-            f"{path}: skipped the line at byte {offset} of a sampled read: not a JSON "
-            "object (ldd metric verify reads every line)"
-        )
-        warnings.warn(msg, LddWarning, stacklevel=4)
-        return None
-    return record
+    problem = "not a JSON object"
+    if isinstance(record, dict):
+        # The same rules as a whole read (records.check_line), so no line of an
+        # unexpected shape reaches the report.
+        try:
+            check_line[log](record)
+        except KeyError as err:
+            problem = f"no {err.args[0]!r} key"
+        except (TypeError, ValueError) as err:
+            problem = str(err)
+        else:
+            return record
+    msg = (
+        f"{path}: skipped the line at byte {offset} of a sampled read: {problem} "
+        "(ldd metric verify reads every line)"
+    )
+    warnings.warn(msg, LddWarning, stacklevel=4)
+    return None

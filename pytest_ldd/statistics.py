@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import base64
 import math
+import operator
 import sys
 import zlib
 from array import array
@@ -223,11 +224,19 @@ class MetricState:
         def opt_str(v: object) -> bool:
             return v is None or isinstance(v, str)
 
+        state = data.get("state")
+        flag = data.get("is_load_bearing", state == "load_bearing")
+        if flag is not (state == "load_bearing"):
+            msg = (
+                f"{source}: state 'is_load_bearing' must be {state == 'load_bearing'} "
+                f"for state {state!r} (got {flag!r})"
+            )
+            raise ValueError(msg)
         return cls(
             name=get("metric_name", lambda v: isinstance(v, str), "a str"),
-            version=get("version", lambda v: isinstance(v, int) and v >= 1, "an int >= 1"),
+            version=get("version", lambda v: _is_count(v) and v >= 1, "an int >= 1"),
             state=get("state", lambda v: v in STATES, f"one of {', '.join(STATES)}"),
-            n=get("n_calibration_samples", lambda v: isinstance(v, int) and v >= 0, "int", 0),
+            n=get("n_calibration_samples", _is_count, "an int >= 0", 0),
             mae=get("last_mae", opt_num, "a number or null"),
             p95_error=get("last_p95_error", opt_num, "a number or null"),
             worst_error=get("last_worst_error", opt_num, "a number or null"),
@@ -353,11 +362,36 @@ class Accumulator:
         """
 
         def bad(what: str, got: object) -> StoreCorruptError:
-            msg = f"{source}: calibration state {what} (got {got!r}); the file was left untouched"
+            shown = repr(got)
+            shown = shown if len(shown) <= 200 else shown[:197] + "..."
+            msg = f"{source}: calibration state {what} (got {shown}); the file was left untouched"
             return StoreCorruptError(msg, path=source)
 
         if not isinstance(data, Mapping):
             raise bad("must be an object", data)
+        for key in ("version", "n", "recent_keep"):
+            value = data.get(key)
+            low = 0 if key == "n" else 1
+            if not isinstance(value, int) or isinstance(value, bool) or value < low:
+                raise bad(f"{key!r} must be an int >= {low}", value)
+        n = data["n"]
+        total = data.get("sum_abs_error")
+        if not _is_error_sum(total, n):
+            raise bad(f"'sum_abs_error' must be a finite number in [0, n] (n = {n})", total)
+        worst = data.get("worst_error")
+        if n == 0 and worst is not None:
+            raise bad("'worst_error' must be null when n = 0", worst)
+        if n > 0 and not _is_error(worst):
+            raise bad("'worst_error' must be an error in [0, 1]", worst)
+        recent = data.get("recent_errors")
+        if not isinstance(recent, list) or not all(_is_error(e) for e in recent):
+            raise bad("'recent_errors' must be a list of errors in [0, 1]", recent)
+        if len(recent) != min(n, data["recent_keep"]):
+            raise bad(
+                f"'recent_errors' must hold min(n, recent_keep) = "
+                f"{min(n, data['recent_keep'])} errors",
+                len(recent),
+            )
         try:
             start, cursor = position(data)
             acc = cls(
@@ -365,27 +399,75 @@ class Accumulator:
                 start=start,
                 cursor=cursor,
                 keep=data["recent_keep"],
-                n=data["n"],
-                sum_abs=float(data["sum_abs_error"]),
-                worst=None if data["worst_error"] is None else float(data["worst_error"]),
+                n=n,
+                sum_abs=float(total),  # type: ignore[arg-type]
+                worst=None if worst is None else float(worst),
                 histogram=_unpack_histogram(data["histogram"]),
-                recent=deque(float(e) for e in data["recent_errors"]),
+                recent=deque(float(e) for e in recent),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             raise bad(f"is malformed ({err!r})", data) from err
-        if (
-            not isinstance(acc.n, int)
-            or not isinstance(acc.keep, int)
-            or acc.keep < 1
-            or acc.n < 0
-            or sum(acc.histogram) != acc.n
-            or len(acc.recent) > min(acc.n, acc.keep)
-        ):
-            raise bad("has inconsistent counts", data)
+        problem = acc.inconsistency()
+        if problem is not None:
+            msg = (
+                f"{source}: calibration state is inconsistent: {problem}; "
+                f"the file was left untouched"
+            )
+            raise StoreCorruptError(msg, path=source)
         stored = data["histogram"]
         if isinstance(stored, Mapping) and set(stored) == {"dense"}:
             acc.packed = str(stored["dense"])
         return acc
+
+    def inconsistency(self) -> str | None:
+        """What in these figures cannot come from any sequence of errors (None: nothing).
+
+        The histogram must count ``n`` errors; the sum, the largest error and the
+        recent errors must fall in the bins it counts (each error lies within half a
+        quantum of its bin's centre).
+        """
+        histogram, n = self.histogram, self.n
+        counted = sum(histogram)
+        if counted != n:
+            return f"the histogram counts {counted} errors, 'n' is {n}"
+        if n == 0:
+            return None if self.sum_abs == 0.0 else f"'sum_abs_error' {self.sum_abs!r} with n = 0"
+        weighted = sum(map(operator.mul, histogram, range(_BINS + 1)))
+        # Each error e in bin q satisfies (q - 0.5) / BINS <= e < (q + 0.5) / BINS.
+        slack = n * (0.5 + 1e-6) / _BINS + TOLERANCE
+        centre = weighted / _BINS
+        if not centre - slack <= self.sum_abs <= centre + slack:
+            return (
+                f"'sum_abs_error' {self.sum_abs!r} does not match the histogram "
+                f"(expected {centre:.6g} +- {slack:.2g})"
+            )
+        top = next(q for q in range(_BINS, -1, -1) if histogram[q])
+        if self.worst is None or _quantize(self.worst) != top:
+            return f"'worst_error' {self.worst!r} is not in the histogram's largest bin ({top})"
+        for error in self.recent:
+            if not histogram[_quantize(error)]:
+                return f"recent error {error!r} is not counted in the histogram"
+            if error > self.worst + TOLERANCE:
+                return f"recent error {error!r} exceeds 'worst_error' {self.worst!r}"
+        if sum(self.recent) > self.sum_abs + slack:
+            return f"the recent errors add up to more than 'sum_abs_error' {self.sum_abs!r}"
+        return None
+
+
+def _is_count(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _is_error(value: object) -> bool:
+    return is_number(value) and 0.0 <= value <= 1.0  # type: ignore[operator]
+
+
+def _is_error_sum(value: object, n: int) -> bool:
+    return (
+        is_number(value)
+        and math.isfinite(value)  # type: ignore[arg-type]
+        and 0.0 <= value <= n + TOLERANCE  # type: ignore[operator]
+    )
 
 
 def _unpacked(typecode: str, text: str) -> array[int]:

@@ -267,7 +267,7 @@ CASES = [
     Case("gate-max-mae", lambda w: w.registry.set_gate("rate", CalibrationGate(max_mae=-0.1)),
          InvalidSpecError, ("'max_mae'", "a finite number >= 0", "(got -0.1)")),
     Case("history-nan", lambda w: w.registry.extend_history({("rate", "t"): [float("nan")]}),
-         InvalidObservationError, ("('rate', 't')", "a finite number", "(got nan)")),
+         InvalidObservationError, ("('rate', 't')", "a number the metric accepts", "(got nan)")),
     Case("read-only-log",
          lambda w: Calibrator(MetricRegistry(w.store, read_only=True)).log("rate", 0.5, 0.5),
          LddError, ("read_only=True", "nothing may be written")),

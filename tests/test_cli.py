@@ -390,6 +390,16 @@ def test_verify_ok_and_after_tampering(tmp_path: Path) -> None:
     (entry,) = [p for p in doc["promotions"] if p["metric_name"] == "accuracy"]
     entry["calibration"]["sum_abs_error"] += 0.3
     path.write_text(json.dumps(doc))
+    # A sum the histogram cannot hold: refused on read, naming the field.
+    corrupt = ldd("metric", "verify", cwd=tmp_path)
+    assert corrupt.returncode == 1
+    assert "'sum_abs_error'" in corrupt.stderr
+    assert "Traceback" not in corrupt.stderr
+    entry["calibration"]["sum_abs_error"] -= 0.3
+    entry["n_calibration_samples"] -= 1  # a state that claims fewer pairs
+    entry["state"] = "load_bearing"
+    entry["is_load_bearing"] = True
+    path.write_text(json.dumps(doc))
     bad = ldd("metric", "verify", cwd=tmp_path)
     assert bad.returncode == 1
     assert bad.stdout == ""
@@ -398,7 +408,7 @@ def test_verify_ok_and_after_tampering(tmp_path: Path) -> None:
     mismatches = lines[:-1]
     assert mismatches
     assert all(line.startswith("mismatch: ") and "'accuracy'" in line for line in mismatches)
-    assert any("mae" in line for line in mismatches)
+    assert any("n_calibration_samples" in line for line in mismatches)
 
 
 def test_verify_without_a_store(tmp_path: Path) -> None:

@@ -481,7 +481,14 @@ def test_an_infinite_history_value_travels_through_xdist(pytester: pytest.Pytest
     result = run(pytester, "-n", "1")
     assert "INTERNALERROR" not in result.stdout.str()
     result.assert_outcomes(passed=1, failed=1)
-    recorded = run(pytester, "--ldd", "-n", "1")
-    assert "INTERNALERROR" not in recorded.stdout.str() + recorded.stderr.str()
-    assert recorded.ret == pytest.ExitCode.USAGE_ERROR
-    assert "must be a finite number (got inf)" in recorded.stderr.str()
+    # The history accepts what the metric accepts: every session keeps its records.
+    for session in (1, 2):
+        recorded = run(pytester, "--ldd", "-n", "1")
+        assert "INTERNALERROR" not in recorded.stdout.str() + recorded.stderr.str()
+        recorded.assert_outcomes(passed=1, failed=1)
+        assert len(read_jsonl(pytester.path / ".ldd" / "sessions.jsonl")) == session
+    (state,) = metrics_doc(pytester.path / ".ldd")["promotions"]
+    assert state["history"] == {"test_inf.py::test_inf": [1e300, 1e300]}
+    (pair,) = read_jsonl(pytester.path / ".ldd" / "metric_calibrations.jsonl")
+    assert (pair["predicted"], pair["observed"], pair["raw_observed"]) == (1.0, 1.0, "inf")
+    assert state["n_calibration_samples"] == 1

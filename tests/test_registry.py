@@ -210,7 +210,7 @@ def test_corrupt_state_on_disk(registry: MetricRegistry) -> None:
     assert doc is not None
     doc["promotions"][0]["calibration"]["n"] = 7  # histogram no longer adds up
     registry.store.write_metrics(doc)
-    with pytest.raises(StoreCorruptError, match="inconsistent counts"):
+    with pytest.raises(StoreCorruptError, match="calibration state"):
         MetricRegistry(registry.store)
 
 
@@ -281,8 +281,14 @@ def test_history_is_bounded_and_persisted(registry: MetricRegistry) -> None:
     assert reopened.history("b", "<session>") == [1.0]
     with pytest.raises(UnknownMetricError):
         registry.history("ghost", "t")
-    with pytest.raises(InvalidObservationError, match=r"must be a finite number \(got nan\)"):
+    with pytest.raises(InvalidObservationError, match=r"a number the metric accepts \(got nan\)"):
         registry.extend_history({("a", "t1"): [float("nan")]})
+    # A bounded rate takes no infinity, so its history takes none either.
+    with pytest.raises(InvalidObservationError, match=r"accepts \(got inf\)"):
+        registry.extend_history({("a", "t1"): [float("inf")]})
+    registry.register(latency())
+    registry.extend_history({("latency", "t1"): [float("inf"), 3.0]})
+    assert MetricRegistry(registry.store).history("latency", "t1") == [1e300, 3.0]
     with pytest.raises(LddError, match="'window' must be an int >= 1"):
         registry.extend_history({("a", "t1"): [0.1]}, window=0)
 

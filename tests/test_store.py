@@ -288,7 +288,7 @@ def test_write_metrics_rejects_a_bad_document(store: TraceStore) -> None:
 
 def test_unreadable_metrics_raise(store: TraceStore) -> None:
     store.metrics_path.mkdir(parents=True)  # a folder where the file should be
-    with pytest.raises(StoreCorruptError, match="cannot read"):
+    with pytest.raises(StoreCorruptError, match=r"must be a regular file, but it is a folder"):
         store.read_metrics()
 
 
@@ -468,9 +468,16 @@ def test_own_pairs_from_memory_are_the_pairs_read_back(tmp_path: Path) -> None:
 
 def test_positions_are_stored_in_the_keys_of_metrics_json(tmp_path: Path) -> None:
     store = TraceStore(tmp_path)
+    store.append_sessions([])
+    store.calibrations_path.write_bytes(b"x" * 98 + b"\n" + b"y" * 20 + b"\n")
     doc = store.position_json(LogCursor(10, 1), LogCursor(99, 7))
+    check = doc.pop("log_check")
+    assert isinstance(check, str)
+    assert len(check) == 16
     assert doc == {"start": {"offset": 10, "line": 1}, "log_offset": 99, "log_line": 7}
+    doc["log_check"] = check
     assert store.position_from_json(doc) == (LogCursor(10, 1), LogCursor(99, 7))
+    assert store.position_json(LogCursor(), LogCursor())["log_check"] is None
     with pytest.raises(ValueError, match="'offset' must be an int >= 0"):
         store.position_from_json({**doc, "log_offset": -1})
     with pytest.raises(TypeError, match="LogCursor"):

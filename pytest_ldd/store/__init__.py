@@ -31,6 +31,7 @@ __all__ = [
     "Cursor",
     "LogName",
     "PairRead",
+    "StalePosition",
     "Store",
     "masked",
     "open_store",
@@ -50,6 +51,15 @@ BACKENDS: Final[Mapping[str, str]] = {
 
 _SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
 _PASSWORD: Final = re.compile(r"(?<=://)([^/@:]*):[^/@]*@")
+
+
+class StalePosition(Exception):
+    """A stored read position no longer names the same content of the log.
+
+    Raised by :meth:`Store.position_from_json` when the log was truncated, removed
+    or rewritten since the position was stored; the registry then recounts the
+    metric from the start of the log, with a warning (the message says why).
+    """
 
 
 class Cursor(Protocol):
@@ -189,7 +199,11 @@ class Store(Protocol):
         ...
 
     def position_from_json(self, data: Mapping[str, Any]) -> tuple[Cursor, Cursor]:
-        """Read :meth:`position_json`'s keys back (KeyError, TypeError or ValueError if bad)."""
+        """Read :meth:`position_json`'s keys back (KeyError, TypeError or ValueError if bad).
+
+        :class:`StalePosition` when the positions no longer name the content they
+        were stored for (the log was truncated, removed or rewritten since).
+        """
         ...
 
     def sync(self, logs: Iterable[LogName] | None = None) -> None:

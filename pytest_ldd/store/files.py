@@ -18,9 +18,11 @@ the end of a session counts the session's own pairs without reading them back
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
+import stat
 import sys
 import tempfile
 import threading
@@ -38,8 +40,8 @@ from pytest_ldd.errors import (
     LddWarning,
     StoreCorruptError,
 )
-from pytest_ldd.records import PairError, check_pair_line, encode_line
-from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead
+from pytest_ldd.records import PairError, RawPair, check_line, check_pair_line, encode_line
+from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead, StalePosition
 
 if TYPE_CHECKING:
     from pytest_ldd.store import Store
@@ -291,6 +293,8 @@ class TraceStore:
         self._lock_cache: tuple[int, _ProcessLock] | None = None
         self._runs: dict[str, OwnAppends] = {}
         self._appenders: dict[str, _Appender] = {}
+        # Fingerprints of pair-log positions by (device, inode, offset).
+        self._checks: dict[tuple[int, int, int], str] = {}
 
     def __repr__(self) -> str:
         return f"TraceStore({str(self.ldd_dir)!r})"
@@ -328,7 +332,15 @@ class TraceStore:
         return self.lock() if self.calibrations_path.exists() else nullcontext()
 
     def _ensure_dir(self) -> None:
-        self.ldd_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.ldd_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as err:
+            where = err.filename if isinstance(err.filename, str) else self.ldd_dir
+            msg = f"cannot create the store folder {self.ldd_dir} ({where}: {err.strerror or err})"
+            raise StoreCorruptError(msg, path=str(self.ldd_dir)) from err
+        if not self.ldd_dir.is_dir():
+            msg = f"the store folder {self.ldd_dir} is not a folder"
+            raise StoreCorruptError(msg, path=str(self.ldd_dir))
 
     def _file_lock(self) -> _ProcessLock:
         key = (os.getpid(), os.path.abspath(self.lock_path))
@@ -388,6 +400,8 @@ class TraceStore:
         """The bytes of ``metrics.json``, or ``None`` when it does not exist."""
         path = self.metrics_path
         try:
+            if _regular(path) is None:
+                return None
             return path.read_bytes()
         except FileNotFoundError:
             return None
@@ -399,7 +413,14 @@ class TraceStore:
         """Parse and check the bytes of ``metrics.json`` (see :meth:`read_metrics`)."""
         path = self.metrics_path
         try:
-            doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+            doc = json.loads(
+                data.decode("utf-8"),
+                parse_constant=_reject_constant,
+                object_pairs_hook=_unique_keys,
+            )
+        except _DuplicateKeyError as err:
+            msg = f"{path}: {err}; the file was left untouched"
+            raise StoreCorruptError(msg, path=str(path)) from err
         except (UnicodeDecodeError, ValueError) as err:
             msg = f"{path} is not valid JSON ({err}); it was left untouched"
             raise StoreCorruptError(msg, path=str(path)) from err
@@ -580,6 +601,7 @@ class TraceStore:
                 self._close_appender(key)
                 held = info = None
         if held is None or info is None:
+            _regular(key)  # a FIFO, a link to /dev/null or nowhere: named, never used
             flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | getattr(os, "O_BINARY", 0)
             try:
                 fd = os.open(key, flags, 0o644)
@@ -587,6 +609,9 @@ class TraceStore:
                 Path(key).parent.mkdir(parents=True, exist_ok=True)
                 fd = os.open(key, flags, 0o644)
             info = os.fstat(fd)
+            if not stat.S_ISREG(info.st_mode):
+                os.close(fd)
+                raise _not_regular(Path(key), info.st_mode)
             held = self._appenders[key] = _Appender(
                 pid, fd, generation, (info.st_dev, info.st_ino)
             )
@@ -601,7 +626,14 @@ class TraceStore:
                 _write_all(held.fd, b"\n")
                 size += 1
         held.end = -1  # until the write is known to be whole
-        _write_all(held.fd, data)
+        try:
+            _write_all(held.fd, data)
+        except OSError:
+            # A full disk or a file-size limit mid-write: take back the part written,
+            # so no torn line is left behind (the lock keeps every other writer out).
+            with suppress(OSError):
+                os.ftruncate(held.fd, size)
+            raise
         if fsync:
             os.fsync(held.fd)
         held.end = size + len(data)
@@ -695,14 +727,14 @@ class TraceStore:
     ) -> Iterator[tuple[dict[str, Any] | None, LogCursor]]:
         """:meth:`iter_jsonl` of ``log``'s file."""
         begin = LogCursor() if start is None else _log_cursor(start)
-        return self.iter_jsonl(self.log_path(log), start=begin)
+        return self.iter_jsonl(self.log_path(log), start=begin, validate=check_line[log])
 
     def read_log(
         self, log: LogName, *, start: Cursor | None = None
     ) -> tuple[list[dict[str, Any]], LogCursor]:
         """:meth:`read_jsonl` of ``log``'s file."""
         begin = LogCursor() if start is None else _log_cursor(start)
-        return self.read_jsonl(self.log_path(log), start=begin)
+        return self.read_jsonl(self.log_path(log), start=begin, validate=check_line[log])
 
     def read_pairs(
         self, cursors: Collection[Cursor], *, recount: bool = False
@@ -721,7 +753,8 @@ class TraceStore:
         mine = [_log_cursor(c) for c in cursors]
         path = self.calibrations_path
         try:
-            size = path.stat().st_size
+            found = _regular(path)
+            size = 0 if found is None else found.st_size
         except FileNotFoundError:
             size = 0
         except OSError as err:
@@ -745,9 +778,14 @@ class TraceStore:
         for record, end in self.iter_jsonl(path, start=begin, validate=check_pair_line):
             if record is None:
                 yield begin, (), end
+                begin = end
+                continue
+            predicted, observed = record["predicted"], record["observed"]
+            if 0.0 <= predicted <= 1.0 and 0.0 <= observed <= 1.0:
+                error: float | RawPair = abs(predicted - observed)
             else:
-                error = abs(record["predicted"] - record["observed"])
-                yield begin, ((record["metric_name"], record["metric_version"], error),), end
+                error = RawPair(predicted, observed, f"{path}:{end.line}")
+            yield begin, ((record["metric_name"], record["metric_version"], error),), end
             begin = end
 
     def _own_pairs(self, path: Path, begin: LogCursor) -> list[PairRead] | None:
@@ -775,17 +813,86 @@ class TraceStore:
         return steps
 
     def position_json(self, start: Cursor, end: Cursor) -> dict[str, Any]:
-        """``{"start": {"offset", "line"}, "log_offset", "log_line"}``: metrics.json's keys."""
+        """``{"start": {"offset", "line"}, "log_offset", "log_line", "log_check"}``.
+
+        ``log_check`` fingerprints the bytes just before ``log_offset`` (see
+        :meth:`position_from_json`); it is null at offset 0.
+        """
         first, last = _log_cursor(start), _log_cursor(end)
-        return {"start": first.to_json(), "log_offset": last.offset, "log_line": last.line}
+        return {
+            "start": first.to_json(),
+            "log_offset": last.offset,
+            "log_line": last.line,
+            "log_check": self._log_check(last.offset),
+        }
+
+    def _log_check(self, offset: int) -> str | None:
+        """The fingerprint of the pair log's bytes before ``offset`` (None at 0)."""
+        if offset == 0:
+            return None
+        path = self.calibrations_path
+        try:
+            _regular(path)
+            with open(path, "rb") as handle:
+                info = os.fstat(handle.fileno())
+                key = (info.st_dev, info.st_ino, offset)
+                cached = self._checks.get(key)
+                if cached is not None and info.st_size >= offset:
+                    return cached
+                check = _fingerprint(handle, offset, info.st_size)
+        except OSError as err:
+            raise _os_error(err, path, "read") from err
+        if check is None:
+            msg = f"{path} is shorter than the read position {offset} being stored"
+            raise StoreCorruptError(msg, path=str(path))
+        if len(self._checks) > 64:
+            self._checks.clear()
+        self._checks[key] = check
+        return check
 
     def position_from_json(self, data: Mapping[str, Any]) -> tuple[LogCursor, LogCursor]:
-        """Read :meth:`position_json`'s keys (KeyError, TypeError or ValueError if bad)."""
+        """Read :meth:`position_json`'s keys (KeyError, TypeError or ValueError if bad).
+
+        The position must still name the same content: the log at least that long,
+        the byte before it a newline, and the bytes before it those fingerprinted
+        when it was stored (``log_check``; positions stored without one are checked
+        for the first two).  Otherwise :class:`StalePosition`.
+        """
         start = data["start"]
-        return (
-            LogCursor(start["offset"], start["line"]),
-            LogCursor(data["log_offset"], data["log_line"]),
-        )
+        begin = LogCursor(start["offset"], start["line"])
+        end = LogCursor(data["log_offset"], data["log_line"])
+        check = data.get("log_check")
+        if check is not None and not isinstance(check, str):
+            msg = f"'log_check' must be a str or null (got {check!r})"
+            raise TypeError(msg)
+        if begin > end:
+            msg = f"'start' {begin.to_json()} lies past 'log_offset' {end.offset}"
+            raise ValueError(msg)
+        if end.offset == 0:
+            return begin, end
+        path = self.calibrations_path
+        try:
+            _regular(path)
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                found = _fingerprint(handle, end.offset, size)
+                # _fingerprint read up to the position: its last byte ends a line.
+                handle.seek(end.offset - 1)
+                boundary = found is not None and handle.read(1) == b"\n"
+        except FileNotFoundError:
+            found, boundary, size = None, False, 0
+        except OSError as err:
+            raise _os_error(err, path, "read") from err
+        if found is None:
+            why = f"is shorter ({size} bytes) than the position {end.offset} counted up to"
+        elif not boundary:
+            why = f"has no line boundary at the position {end.offset} counted up to"
+        elif check is not None and check != found:
+            why = f"holds other bytes before the position {end.offset} than were counted"
+        else:
+            return begin, end
+        msg = f"{path} {why}: it was truncated, removed or rewritten since"
+        raise StalePosition(msg)
 
     def required_keys(self, path: str | os.PathLike[str]) -> tuple[str, ...]:
         """The keys every line of ``path`` must hold (none for unknown files)."""
@@ -814,6 +921,8 @@ class TraceStore:
         cursor = start if isinstance(start, LogCursor) else LogCursor(start, 0)
         required = self.required_keys(target)
         try:
+            if _regular(target) is None:
+                return
             handle = open(target, "rb")  # noqa: SIM115 - closed in the finally below
         except FileNotFoundError:
             return
@@ -935,6 +1044,42 @@ def _os_errors(path: str | os.PathLike[str], action: str) -> Iterator[None]:
         raise _os_error(err, path, action) from err
 
 
+_KINDS: Final = (
+    (stat.S_ISDIR, "a folder"),
+    (stat.S_ISFIFO, "a FIFO (named pipe)"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+    (stat.S_ISSOCK, "a socket"),
+)
+
+
+def _not_regular(path: Path, mode: int) -> StoreCorruptError:
+    kind = next((name for test, name in _KINDS if test(mode)), "not a regular file")
+    shown = f"{path} (a link to {os.path.realpath(path)})" if path.is_symlink() else str(path)
+    msg = f"{shown} must be a regular file, but it is {kind}; the store cannot use it"
+    return StoreCorruptError(msg, path=str(path))
+
+
+def _regular(path: str | os.PathLike[str]) -> os.stat_result | None:
+    """``path``'s stat if it is a regular file, None if it does not exist.
+
+    Anything else (a FIFO would hang a reader, a link to /dev/null swallow every
+    line, a symlink loop) is a :class:`StoreCorruptError` saying what it is.
+    """
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        if os.path.islink(path):
+            msg = f"{path} is a symbolic link to {os.readlink(path)!r}, which does not exist"
+            raise StoreCorruptError(msg, path=str(path)) from None
+        return None
+    except OSError as err:
+        raise _os_error(err, path, "read") from err
+    if not stat.S_ISREG(info.st_mode):
+        raise _not_regular(Path(path), info.st_mode)
+    return info
+
+
 def _os_error(err: OSError, path: str | os.PathLike[str], action: str) -> StoreCorruptError:
     msg = f"cannot {action} {path}: {err.strerror or err}"
     return StoreCorruptError(msg, path=str(path))
@@ -974,6 +1119,21 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(msg)
 
 
+class _DuplicateKeyError(ValueError):
+    """A JSON object of metrics.json names one key twice."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of duplicate keys silently; a store never guesses.
+    result = dict(pairs)
+    if len(result) != len(pairs):
+        seen: set[str] = set()
+        twice = next(key for key, _ in pairs if key in seen or seen.add(key))  # type: ignore[func-returns-value]
+        msg = f"an object holds the key {twice!r} twice"
+        raise _DuplicateKeyError(msg)
+    return result
+
+
 def _check_metrics_shape(doc: object, path: Path) -> None:
     def bad(what: str, got: object) -> StoreCorruptError:
         msg = f"{path}: {what} (got {got!r}); the file was left untouched"
@@ -991,6 +1151,20 @@ def _check_metrics_shape(doc: object, path: Path) -> None:
     generated = doc.get("generated_at")
     if generated is not None and not isinstance(generated, str):
         raise bad("'generated_at' must be an ISO timestamp string", generated)
+
+
+#: How many bytes before a stored position its fingerprint covers.
+_CHECK_BYTES: Final = 512
+
+
+def _fingerprint(handle: Any, offset: int, size: int) -> str | None:
+    """A digest of the ``_CHECK_BYTES`` bytes before ``offset`` (None: file too short)."""
+    if size < offset:
+        return None
+    first = max(0, offset - _CHECK_BYTES)
+    handle.seek(first)
+    data = handle.read(offset - first)
+    return hashlib.blake2b(data, digest_size=8).hexdigest()
 
 
 def _log_cursor(cursor: object) -> LogCursor:
@@ -1043,10 +1217,18 @@ def _parse_line(
     where = f"{path}:{line_no}"
     if not raw.strip():
         return None
+    zeroed = b"\x00" in raw
+    if zeroed:
+        # NUL bytes are what a power loss leaves where a write had not reached the
+        # disk: the line is torn, unless a complete record precedes the NULs.
+        raw = raw.rstrip(b"\x00 \t\r")
+        if not raw or b"\x00" in raw:
+            _warn_torn(where)
+            return None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as err:
-        if err.end >= len(raw.rstrip()) and "end of data" in str(err.reason):
+        if zeroed or (err.end >= len(raw.rstrip()) and "end of data" in str(err.reason)):
             _warn_torn(where)
             return None
         msg = f"{where}: line is not UTF-8 ({err})"
@@ -1055,7 +1237,7 @@ def _parse_line(
     try:
         record = json.loads(text, parse_constant=_reject_constant)
     except json.JSONDecodeError as err:
-        if _is_truncated(text, err):
+        if zeroed or _is_truncated(text, err):
             _warn_torn(where)
             return None
         msg = f"{where}: line is not valid JSON ({err.msg} at column {err.colno}): {text[:80]!r}"
