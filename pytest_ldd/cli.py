@@ -85,19 +85,15 @@ class Project:
 def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
     """Read ``[tool.ldd]``, open the store and the registry the way the plugin does."""
     from pytest_ldd.config import load_config
-    from pytest_ldd.store import open_store
 
     project = Path(args.project).absolute()
     if not project.is_dir():
         msg = f"--project must be an existing folder (got {str(project)!r})"
         raise UsageError(msg)
     config = load_config(project)
-    if args.ldd_dir is not None:
-        # A command-line path is taken from the current folder, like any other.
-        ldd_dir: Path | None = Path(args.ldd_dir).absolute()
-    else:
-        ldd_dir = config.ldd_dir
-    store = open_store(project, ldd_dir)
+    # A command-line path is taken from the current folder, like any other.
+    ldd_dir = None if args.ldd_dir is None else Path(args.ldd_dir).absolute()
+    store = config.open_store(option=args.store, ldd_dir=ldd_dir)
     try:
         registry = config.open_registry(store, read_only=read_only)
     except InvalidSpecError as exc:
@@ -330,6 +326,13 @@ def _common() -> argparse.ArgumentParser:
         default=None,
         metavar="DIR",
         help="The .ldd folder itself, overriding [tool.ldd] dir and <project>/.ldd.",
+    )
+    group.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="The store: a postgresql:// URL or a folder (above $LDD_STORE and "
+        "[tool.ldd] store).",
     )
     return common
 
