@@ -337,32 +337,46 @@ def _create(url: str, key: str, barrier: Any) -> None:
 
 
 def test_concurrent_schema_creation_is_safe(postgres: Backend) -> None:
-    """Sessions that create the tables at once all succeed, with one schema row."""
+    """Sessions that create the tables at once all succeed, with one schema row.
+
+    They run in a PostgreSQL schema of their own (``options=-csearch_path=...`` in
+    the URL), so the tables are created from nothing while other tests use theirs.
+    """
     import psycopg
 
     assert postgres.url is not None
+    namespace = f"ldd_{postgres.key}".replace("-", "_")
+    separator = "&" if "?" in postgres.url else "?"
+    url = f"{postgres.url}{separator}options=-csearch_path%3D{namespace}"
     with psycopg.connect(postgres.url, autocommit=True) as conn:
-        conn.execute(
-            "DROP TABLE IF EXISTS ldd_registry, ldd_pairs, ldd_observations, ldd_sessions, "
-            "ldd_projects, ldd_schema"
-        )
-    context = multiprocessing.get_context("spawn")
-    barrier = context.Barrier(4)
-    keys = [f"{postgres.key}-{n}" for n in range(4)]
-    procs = [context.Process(target=_create, args=(postgres.url, k, barrier)) for k in keys]
-    for proc in procs:
-        proc.start()
-    for proc in procs:
-        proc.join()
-    assert [proc.exitcode for proc in procs] == [0] * 4
-    with psycopg.connect(postgres.url, autocommit=True) as conn:
-        assert conn.execute("SELECT id, version FROM ldd_schema").fetchall() == [(1, 1)]
-        rows = conn.execute(
-            "SELECT project FROM ldd_sessions WHERE project = ANY(%s) ORDER BY project", (keys,)
-        ).fetchall()
-        assert [r[0] for r in rows] == keys
-        conn.execute("DELETE FROM ldd_sessions WHERE project = ANY(%s)", (keys,))
-        conn.execute("DELETE FROM ldd_projects WHERE project = ANY(%s)", (keys,))
+        conn.execute(f"CREATE SCHEMA {namespace}")
+        try:
+            context = multiprocessing.get_context("spawn")
+            barrier = context.Barrier(4)
+            keys = [f"{postgres.key}-{n}" for n in range(4)]
+            procs = [context.Process(target=_create, args=(url, k, barrier)) for k in keys]
+            for proc in procs:
+                proc.start()
+            for proc in procs:
+                proc.join()
+            assert [proc.exitcode for proc in procs] == [0] * 4
+            rows = conn.execute(f"SELECT id, version FROM {namespace}.ldd_schema").fetchall()
+            assert rows == [(1, 1)]
+            found = conn.execute(
+                f"SELECT project FROM {namespace}.ldd_sessions ORDER BY project"
+            ).fetchall()
+            assert [r[0] for r in found] == keys
+            # Nothing went to the tables the other tests use.
+            (exists,) = conn.execute("SELECT to_regclass('public.ldd_projects')").fetchone() or (
+                None,
+            )
+            if exists is not None:
+                public = conn.execute(
+                    "SELECT count(*) FROM public.ldd_projects WHERE project = ANY(%s)", (keys,)
+                ).fetchone()
+                assert public == (0,)
+        finally:
+            conn.execute(f"DROP SCHEMA {namespace} CASCADE")
 
 
 def test_projects_never_see_each_other(postgres: Backend, tmp_path: Path) -> None:

@@ -26,10 +26,12 @@ commits late, the flaw of positions taken from a plain sequence.
 
 from __future__ import annotations
 
+import atexit
 import json
 import os
 import threading
 import time
+import weakref
 import zlib
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
@@ -56,6 +58,11 @@ _LOCK_SPACE: Final = 0x1DD0
 _SCHEMA_LOCK: Final = (_LOCK_SPACE, 0)
 
 DEFAULT_LOCK_TIMEOUT: Final = 120.0
+
+#: The flush policy of test appends: committed once this many tests are buffered...
+FLUSH_TESTS: Final = 50
+#: ... or once the oldest buffered test waited this long (checked at each append).
+FLUSH_SECONDS: Final = 1.0
 
 _TABLES: Final[Mapping[str, str]] = {
     "pairs": "ldd_pairs",
@@ -201,6 +208,10 @@ class PostgresStore:
         self._depth = 0
         self._ready = False  # the tables and the project's row are known to exist
         self._lock_key = (_LOCK_SPACE, _signed32(zlib.crc32(self.key.encode("utf-8"))))
+        #: Test appends not committed yet (see :meth:`append_lines`).
+        self._pending: tuple[list[str], list[str], list[PairError]] = ([], [], [])
+        self._pending_tests = 0
+        self._pending_since = 0.0
 
     @classmethod
     def from_url(cls, url: str, *, project: Path, key: str | None = None) -> PostgresStore:
@@ -250,14 +261,31 @@ class PostgresStore:
         return StoreCorruptError(msg, path=self.location)
 
     @contextmanager
-    def _db(self, action: str) -> Iterator[psycopg.Connection[Any]]:
-        """The connection, with database failures as clear store errors."""
+    def _db(self, action: str, *, flush: bool = True) -> Iterator[psycopg.Connection[Any]]:
+        """The connection, with database failures as clear store errors.
+
+        Buffered appends are committed first (``flush``), so whatever follows (a
+        read, the lock, another append) sees them, in order.
+        """
         with self._guard:
+            if flush and self._pending_tests:
+                self.flush()
             conn = self._connection()
             try:
                 yield conn
             except self._psycopg.Error as err:
                 raise self._error(err, action) from None
+
+    def flush(self) -> None:
+        """Commit the buffered test appends now (one statement)."""
+        with self._guard:
+            if not self._pending_tests:
+                return
+            observations, pairs, errors = self._pending
+            self._pending = ([], [], [])
+            self._pending_tests = 0
+            _PENDING.discard(self)
+            self._append(observations, pairs, errors)
 
     def _has_tables(self, conn: psycopg.Connection[Any]) -> bool:
         row = conn.execute("SELECT to_regclass('ldd_schema') IS NOT NULL").fetchone()
@@ -280,7 +308,7 @@ class PostgresStore:
 
     def ensure_schema(self) -> None:
         """Create or migrate the tables and the project's row (safe to run concurrently)."""
-        with self._db("create the tables of") as conn:
+        with self._db("create the tables of", flush=False) as conn:
             if self._ready:
                 return
             with conn.transaction():
@@ -404,13 +432,17 @@ class PostgresStore:
     def append_pairs(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> None:
         """Append pairs (committed when this returns)."""
         lines = _encode(records, "pairs")
-        self._append([], lines, [_pair_error(r, i) for i, r in enumerate(records)])
+        errors = [_pair_error(r, i) for i, r in enumerate(records)]
+        self.flush()  # in order after the buffered test appends
+        self._append([], lines, errors)
 
     def append_observations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
     ) -> None:
         """Append observations (committed when this returns)."""
-        self._append(_encode(records, "observations"), [], [])
+        lines = _encode(records, "observations")
+        self.flush()
+        self._append(lines, [], [])
 
     def append_sessions(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
@@ -429,10 +461,31 @@ class PostgresStore:
         pairs: Sequence[str],
         errors: Sequence[PairError] | None = None,
     ) -> None:
-        """Append a test's encoded lines in one transaction (one statement)."""
+        """Buffer a test's encoded lines; commit every :data:`FLUSH_TESTS` tests.
+
+        The buffer is also committed once its oldest test waited
+        :data:`FLUSH_SECONDS` (checked at the next append), before any other use of
+        the store, by :meth:`sync` and :meth:`close`, and at interpreter exit.
+        """
         if errors is None or len(errors) != len(pairs):
             errors = [_pair_error(json.loads(text), i) for i, text in enumerate(pairs)]
-        self._append(list(observations), list(pairs), list(errors))
+        if not observations and not pairs:
+            return
+        self.ensure_schema()
+        with self._guard:
+            if not self._pending_tests:
+                self._pending_since = time.monotonic()
+                _PENDING.add(self)
+            held_obs, held_pairs, held_errors = self._pending
+            held_obs += observations
+            held_pairs += pairs
+            held_errors += errors
+            self._pending_tests += 1
+            if (
+                self._pending_tests >= FLUSH_TESTS
+                or time.monotonic() - self._pending_since >= FLUSH_SECONDS
+            ):
+                self.flush()
 
     def _append(
         self, observations: list[str], pairs: list[str], errors: Sequence[PairError]
@@ -450,7 +503,7 @@ class PostgresStore:
             "pairs": pairs,
             "observations": observations,
         }
-        with self._db("append to") as conn:
+        with self._db("append to", flush=False) as conn:
             row = conn.execute(_APPEND, params).fetchone()
         if row is None:  # pragma: no cover - the project row was removed meanwhile
             self._ready = False
@@ -559,7 +612,8 @@ class PostgresStore:
         return SeqCursor(data["start_seq"]), SeqCursor(data["end_seq"])
 
     def sync(self, logs: Iterable[LogName] | None = None) -> None:
-        """Nothing to do: every append was committed when it returned."""
+        """Commit the buffered test appends (every other append is committed already)."""
+        self.flush()
 
     def close(self) -> None:
         """Close the connection (the next use opens a new one)."""
@@ -568,6 +622,7 @@ class PostgresStore:
             if conn is not None and self._pid == os.getpid():
                 if self._depth:
                     return  # the lock is held: closing would release it
+                self.flush()
                 conn.close()
             self._conn = None
             self._ready = False
@@ -593,6 +648,16 @@ class PostgresStore:
 
 #: Connections inherited through fork: kept referenced, never closed by the child.
 _INHERITED: list[Any] = []
+
+#: Stores holding buffered appends, committed at interpreter exit at the latest.
+_PENDING: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for store in list(_PENDING):
+        with suppress(Exception):
+            store.flush()
 
 _COUNT: Final = (
     "SELECT seq, metric_name, metric_version, error FROM ldd_pairs "
