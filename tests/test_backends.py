@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -480,3 +481,47 @@ def test_the_file_store_never_imports_the_driver(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.splitlines()[-1] == "False"
+
+
+def _append_then_die(url: str, key: str, tests: int) -> None:
+    import signal
+
+    from pytest_ldd.store import open_store
+
+    store = open_store(".", url, key=key)
+    for index in range(tests):
+        line = json.dumps(
+            {"metric_name": "m", "metric_version": 1, "predicted": 0.5, "observed": 0.5,
+             "nodeid": f"t::{index}"}
+        )  # fmt: skip
+        store.append_lines([], [line])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def test_the_flush_policy_bounds_what_a_kill_loses(postgres: Backend, tmp_path: Path) -> None:
+    from pytest_ldd.store.postgres import FLUSH_TESTS
+
+    reader = postgres.open(tmp_path)
+    writer = postgres.open(tmp_path)
+    line = '{"metric_name":"m","metric_version":1,"predicted":0.5,"observed":0.5}'
+    for _ in range(FLUSH_TESTS - 1):
+        writer.append_lines([], [line])
+    assert reader.read_log("pairs")[0] == []  # buffered, not committed yet
+    assert len(writer.read_log("pairs")[0]) == FLUSH_TESTS - 1  # its own reads flush
+    writer.append_lines([], [line])
+    writer.close()
+    assert len(reader.read_log("pairs")[0]) == FLUSH_TESTS
+    reader.close()
+    postgres.drop()
+
+    context = multiprocessing.get_context("spawn")
+    tests = 2 * FLUSH_TESTS + 7
+    proc = context.Process(target=_append_then_die, args=(postgres.url, postgres.key, tests))
+    proc.start()
+    proc.join()
+    assert proc.exitcode == -9
+    store = postgres.open(tmp_path)
+    pairs, _ = store.read_log("pairs")
+    store.close()
+    # Everything up to the last flush, in order, and nothing after it.
+    assert [p["nodeid"] for p in pairs] == [f"t::{i}" for i in range(2 * FLUSH_TESTS)]
