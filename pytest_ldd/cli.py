@@ -14,11 +14,11 @@ import json
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO, final
+from typing import TYPE_CHECKING, Any, TextIO, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, LddError
 from pytest_ldd.terminal import printable
@@ -88,19 +88,15 @@ class Project:
 def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
     """Read ``[tool.ldd]``, open the store and the registry the way the plugin does."""
     from pytest_ldd.config import load_config
-    from pytest_ldd.store import open_store
 
     project = Path(args.project).absolute()
     if not project.is_dir():
         msg = f"--project must be an existing folder (got {str(project)!r})"
         raise UsageError(msg)
     config = load_config(project)
-    if args.ldd_dir is not None:
-        # A command-line path is taken from the current folder, like any other.
-        ldd_dir: Path | None = Path(args.ldd_dir).absolute()
-    else:
-        ldd_dir = config.ldd_dir
-    store = open_store(project, ldd_dir)
+    # A command-line path is taken from the current folder, like any other.
+    ldd_dir = None if args.ldd_dir is None else Path(args.ldd_dir).absolute()
+    store = config.open_store(option=args.store, ldd_dir=ldd_dir)
     try:
         registry = config.open_registry(store, read_only=read_only)
     except InvalidSpecError as exc:
@@ -319,6 +315,59 @@ def _cmd_report(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _counts(counts: Mapping[str, int]) -> str:
+    return (
+        f"{counts.get('pairs', 0)} pairs, {counts.get('observations', 0)} observations, "
+        f"{counts.get('sessions', 0)} sessions"
+    )
+
+
+def _cmd_store_export(args: argparse.Namespace) -> int:
+    from pytest_ldd.store.transfer import export_store
+
+    project = _open(args)
+    folder = Path(args.to).absolute()
+    counts = export_store(project.store, folder, _registry_opener(project))
+    _say(f"exported {_counts(counts)} from {project.store.location} to {folder}")
+    return EXIT_OK
+
+
+def _cmd_store_import(args: argparse.Namespace) -> int:
+    from pytest_ldd.store.files import TraceStore
+    from pytest_ldd.store.transfer import import_store
+
+    folder = Path(args.folder).absolute()
+    if not folder.is_dir():
+        msg = f"import needs an existing .ldd folder (got {str(folder)!r})"
+        raise UsageError(msg)
+    project = _open(args)
+    source = TraceStore(folder, ldd_dir=folder)
+    counts = import_store(source, project.store, _registry_opener(project))
+    _say(f"imported {_counts(counts)} from {folder} into {project.store.location}")
+    return EXIT_OK
+
+
+def _cmd_store_merge(args: argparse.Namespace) -> int:
+    from pytest_ldd.store.transfer import merge_folders
+
+    project = _open(args)
+    inputs = [Path(folder).absolute() for folder in args.folders]
+    into = Path(args.into).absolute()
+    counts = merge_folders(inputs, into, _registry_opener(project))
+    _say(f"merged {len(inputs)} folders into {into}: {_counts(counts)}")
+    return EXIT_OK
+
+
+def _registry_opener(project: Project) -> Callable[[Any], Any]:
+    def open_registry(store: Any) -> Any:
+        try:
+            return project.config.open_registry(store, read_only=False)
+        except InvalidSpecError as exc:
+            raise UsageError(str(exc)) from exc
+
+    return open_registry
+
+
 DEMO_HELP = """\
 usage: ldd demo [ARGS...]
 
@@ -370,6 +419,13 @@ def _common() -> argparse.ArgumentParser:
         default=None,
         metavar="DIR",
         help="The .ldd folder itself, overriding [tool.ldd] dir and <project>/.ldd.",
+    )
+    group.add_argument(
+        "--store",
+        default=None,
+        metavar="URL",
+        help="The store: a postgresql:// URL or a folder (above $LDD_STORE and "
+        "[tool.ldd] store).",
     )
     return common
 
@@ -481,6 +537,53 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--json", dest="json_path", metavar="FILE", help="Write the JSON report here.")
     p.add_argument("--html", dest="html_path", metavar="FILE", help="Write the HTML report here.")
     p.set_defaults(handler=_cmd_report)
+
+    store = commands.add_parser(
+        "store",
+        help="Export, import and merge calibration histories.",
+        description="Move a project's calibration history between stores: export a "
+        "database store as a .ldd folder, import one, or merge the .ldd folders of "
+        "several CI jobs into one.",
+        formatter_class=_Formatter,
+    )
+    store_verbs = store.add_subparsers(dest="verb", metavar="VERB", required=True)
+    p = store_verbs.add_parser(
+        "export",
+        parents=[common],
+        help="Write the project's store as a new .ldd folder.",
+        description="Write every pair, observation and session record of the project's "
+        "store to a new .ldd folder, with metrics.json re-derived from them: the file "
+        "store reads it as the same history.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("--to", required=True, metavar="DIR", help="The new (or empty) folder.")
+    p.set_defaults(handler=_cmd_store_export)
+    p = store_verbs.add_parser(
+        "import",
+        parents=[common],
+        help="Add a .ldd folder's history to the project's store (idempotent).",
+        description="Add the records of a .ldd folder that the project's store does not "
+        "hold yet, and the metrics it does not know; then re-derive every state.  "
+        "Importing the same folder twice adds nothing.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("folder", metavar="DIR", help="The .ldd folder to import.")
+    p.set_defaults(handler=_cmd_store_import)
+    p = store_verbs.add_parser(
+        "merge",
+        parents=[common],
+        help="Merge several .ldd folders into one.",
+        description="Write the union of several .ldd folders (e.g. the artifacts of a CI "
+        "matrix recorded from the same starting store) to one folder: each line once per "
+        "copy it has in the input holding it most often, in an order that does not depend "
+        "on the order of the inputs, with every state re-derived.",
+        formatter_class=_Formatter,
+    )
+    p.add_argument("folders", nargs="+", metavar="DIR", help="The .ldd folders to merge.")
+    p.add_argument(
+        "--into", required=True, metavar="DIR", help="The result (may be one of the inputs)."
+    )
+    p.set_defaults(handler=_cmd_store_merge)
 
     p = commands.add_parser(
         "demo",

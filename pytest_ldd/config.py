@@ -20,7 +20,7 @@ from pytest_ldd.errors import InvalidSpecError, LddError
 from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
 from pytest_ldd.registry import MetricRegistry
 from pytest_ldd.statistics import CalibrationGate
-from pytest_ldd.store import Store
+from pytest_ldd.store import Store, check_project_key, masked
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,7 +45,11 @@ BOUND_KEYS: Final[tuple[str, ...]] = ("le", "lt", "ge", "gt")
 #: Predictor names a metric table may set.
 PREDICTORS: Final[tuple[str, ...]] = ("history_mean",)
 
-_TOP_KEYS: Final = ("dir", "calibration", "metrics", "gates", "agents")
+_TOP_KEYS: Final = ("dir", "calibration", "metrics", "gates", "agents", "store", "project")
+
+#: The environment variable that names the store (a CI secret), below the command
+#: line and above ``[tool.ldd] store``.
+STORE_ENV: Final = "LDD_STORE"
 _GATE_KEYS: Final = ("min_n", "max_mae", "max_p95", "max_worst", "window")
 _SPEC_KEYS: Final = ("kind", "unit", "description", "version", "normalize_scale")
 _METRIC_KEYS: Final = (*_SPEC_KEYS, *BOUND_KEYS, "predictor", "check", "calibration")
@@ -163,6 +167,10 @@ class LddConfig:
     agents: AgentsConfig = field(default_factory=AgentsConfig)
     source: Path | None = None
     project: Path = field(default_factory=Path)
+    #: ``[tool.ldd] store``: a store URL or folder (see :meth:`open_store`).
+    store: str | None = None
+    #: ``[tool.ldd] project``: the key of this project's rows in a shared store.
+    key: str | None = None
 
     @property
     def ldd_dir(self) -> Path | None:
@@ -173,6 +181,49 @@ class LddConfig:
     def prices_path(self) -> Path | None:
         """``agents.prices`` resolved against the project folder, or ``None``."""
         return None if self.agents.prices is None else self.project / self.agents.prices
+
+    def store_location(
+        self,
+        *,
+        option: str | None = None,
+        ldd_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> str | Path | None:
+        """Where the store is, by precedence (None: ``<project>/.ldd``).
+
+        The command line first (``option``: ``--ldd-store``, or ``ldd_dir``:
+        ``--ldd-dir``; not both), then the ``LDD_STORE`` environment variable, then
+        ``[tool.ldd] store``, then ``[tool.ldd] dir``.
+        """
+        if option is not None and ldd_dir is not None:
+            msg = (
+                f"give the store once: --ldd-store {masked(option)!r} and --ldd-dir "
+                f"{str(ldd_dir)!r} both name one"
+            )
+            raise InvalidSpecError(msg)
+        if option is not None:
+            return option
+        if ldd_dir is not None:
+            return ldd_dir
+        env = (os.environ if environ is None else environ).get(STORE_ENV, "").strip()
+        if env:
+            return env
+        if self.store is not None:
+            return self.store
+        return self.ldd_dir
+
+    def open_store(
+        self,
+        *,
+        option: str | None = None,
+        ldd_dir: Path | None = None,
+        environ: Mapping[str, str] | None = None,
+    ) -> Store:
+        """The project's store (see :meth:`store_location`), with its project key."""
+        from pytest_ldd.store import open_store
+
+        location = self.store_location(option=option, ldd_dir=ldd_dir, environ=environ)
+        return open_store(self.project, location, key=self.key)
 
     def gate_for(self, name: str) -> CalibrationGate:
         """The calibration gate of metric ``name``."""
@@ -353,6 +404,18 @@ class _Reader:
         root = "tool.ldd"
         table = self.table(root, value, _TOP_KEYS)
         folder = table.get("dir")
+        store = table.get("store")
+        if store is not None:
+            store = self.text(f"{root}.store", store)
+            if folder is not None:
+                msg = (
+                    f"'{root}.store' and '{root}.dir' in {self.path} both name the store "
+                    f"(got store = {masked(store)!r}, dir = {folder!r}): keep one"
+                )
+                raise InvalidSpecError(msg)
+        key = table.get("project")
+        if key is not None:
+            key = check_project_key(key, where=f"'{root}.project' in {self.path}")
         gate = CalibrationGate()
         if "calibration" in table:
             gate = self.gate(f"{root}.calibration", table["calibration"], gate)
@@ -395,4 +458,6 @@ class _Reader:
             agents=agents,
             source=self.path,
             project=self.path.parent,
+            store=store,
+            key=key,
         )

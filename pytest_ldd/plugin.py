@@ -40,6 +40,7 @@ __all__ = [
 #: Option names, importable by tests and other plugins.
 RECORD_OPTION = "--ldd"
 LDD_DIR_OPTION = "--ldd-dir"
+LDD_STORE_OPTION = "--ldd-store"
 REPORT_OPTION = "--ldd-report"
 HTML_OPTION = "--ldd-html"
 SUMMARY_OPTION = "--ldd-summary"
@@ -139,6 +140,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
             "metric marker, the ldd fixtures and yield tests still work, and nothing is "
             "recorded, gated or read from .ldd/ (unlike -p no:ldd). Wins over --ldd."
         ),
+    )
+    group.addoption(
+        LDD_STORE_OPTION,
+        dest="ldd_store",
+        metavar="URL",
+        default=None,
+        help="The store to use: a postgresql:// URL or a folder (above $LDD_STORE and "
+        "[tool.ldd] store; a database store needs [tool.ldd] project).",
     )
     group.addoption(
         REPORT_OPTION,
@@ -850,19 +859,17 @@ class LddSession:
         from pytest_ldd.errors import InvalidSpecError
         from pytest_ldd.gates import parse_bounds
         from pytest_ldd.recording import CORPUS_METRICS, RunContext, SessionLedger, new_session_id
-        from pytest_ldd.store import open_store
 
         config = self.config
         rootpath = Path(config.rootpath)
         ldd_config = load_config(rootpath)
         option_dir = config.getoption("ldd_dir")
-        if option_dir:
-            ldd_dir = Path(config.invocation_params.dir, option_dir)
-        else:
-            ldd_dir = ldd_config.ldd_dir or rootpath / ".ldd"
-        if self.recording and not self.is_worker:
-            _warn_nested_store(ldd_dir, rootpath)
-        store = open_store(rootpath, ldd_dir)
+        option_store = config.getoption("ldd_store")
+        ldd_dir = Path(config.invocation_params.dir, option_dir) if option_dir else None
+        store = ldd_config.open_store(option=option_store or None, ldd_dir=ldd_dir)
+        folder = getattr(store, "ldd_dir", None)
+        if self.recording and not self.is_worker and folder is not None:
+            _warn_nested_store(folder, rootpath)
         # Workers never write: the controller owns the .ldd folder.
         registry = ldd_config.open_registry(store, read_only=not self.recording or self.is_worker)
         config_bounds: dict[str, tuple[Bound, ...]] = {}

@@ -46,8 +46,8 @@ class ListStore:
         self._lock = threading.RLock()
 
     @classmethod
-    def from_url(cls, url: str, *, project: Path) -> ListStore:
-        del project
+    def from_url(cls, url: str, *, project: Path, key: str | None = None) -> ListStore:
+        del project, key
         return cls(url)
 
     @property

@@ -33,6 +33,7 @@ __all__ = [
     "PairRead",
     "StalePosition",
     "Store",
+    "check_project_key",
     "masked",
     "open_store",
 ]
@@ -47,6 +48,8 @@ LogName = Literal["pairs", "observations", "sessions"]
 #: constructor (see :func:`open_store`).  The module is imported only when used.
 BACKENDS: Final[Mapping[str, str]] = {
     "file": "pytest_ldd.store.files:TraceStore",
+    "postgresql": "pytest_ldd.store.postgres:PostgresStore",
+    "postgres": "pytest_ldd.store.postgres:PostgresStore",
 }
 
 _SCHEME: Final = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*)://")
@@ -215,19 +218,40 @@ class Store(Protocol):
         ...
 
 
+def check_project_key(key: object, *, where: str = "[tool.ldd] project") -> str:
+    """``key`` if it is a valid project key, else an error naming ``where``."""
+    if (
+        not isinstance(key, str)
+        or not key
+        or len(key) > 200
+        or key != key.strip()
+        or any(ord(ch) < 32 for ch in key)
+    ):
+        msg = (
+            f"{where} must be a non-empty name of at most 200 printable characters "
+            f"without surrounding spaces (got {key!r})"
+        )
+        raise InvalidSpecError(msg)
+    return key
+
+
 def masked(location: str) -> str:
     """``location`` with the password of a URL replaced by ``***``."""
     return _PASSWORD.sub(lambda m: f"{m.group(1)}:***@", location)
 
 
 def open_store(
-    project: str | os.PathLike[str], location: str | os.PathLike[str] | None = None
+    project: str | os.PathLike[str],
+    location: str | os.PathLike[str] | None = None,
+    *,
+    key: str | None = None,
 ) -> Store:
     """The store at ``location`` for the project folder ``project``.
 
     ``location`` is a URL (a str) whose scheme names a backend in :data:`BACKENDS`,
     or a folder path (taken from ``project`` when relative), or None for the
-    project's ``.ldd/`` folder.
+    project's ``.ldd/`` folder.  ``key`` is the project's key (``[tool.ldd]
+    project``), which a store shared by several projects requires.
     """
     text = None if location is None else os.fspath(location)
     match = _SCHEME.match(location) if isinstance(location, str) else None
@@ -241,7 +265,7 @@ def open_store(
             f"(expected one of {', '.join(f'{s}://' for s in BACKENDS)}, or a folder path)"
         )
         raise InvalidSpecError(msg)
-    store: Store = _backend(scheme).from_url(text, project=Path(project))
+    store: Store = _backend(scheme).from_url(text, project=Path(project), key=key)
     return store
 
 

@@ -300,8 +300,12 @@ class TraceStore:
         return f"TraceStore({str(self.ldd_dir)!r})"
 
     @classmethod
-    def from_url(cls, url: str, *, project: Path) -> TraceStore:
-        """The store of a ``file://`` URL: its path is the store folder itself."""
+    def from_url(cls, url: str, *, project: Path, key: str | None = None) -> TraceStore:
+        """The store of a ``file://`` URL: its path is the store folder itself.
+
+        ``key`` (the project key) is not needed: the folder is the project's own.
+        """
+        del key
         folder = url.partition("://")[2]
         if not folder.startswith("/"):
             msg = f"store {url!r} must be file:///absolute/folder (got the path {folder!r})"

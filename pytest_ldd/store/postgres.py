@@ -1,0 +1,740 @@
+"""The PostgreSQL store: one database for a fleet of recording sessions and projects.
+
+Chosen by a ``postgresql://`` (or ``postgres://``) URL; needs psycopg 3 (``pip
+install "pytest-ldd[postgres]"``), imported only here.  Every row carries the
+project's key (``[tool.ldd] project``), so projects sharing a database never see
+each other.
+
+Tables (created and migrated by the plugin under an advisory lock, see
+:data:`SCHEMA_VERSION` and ``docs/store.md``):
+
+- ``ldd_schema``: one row, the schema version;
+- ``ldd_projects``: one row per project, the last sequence number of each log;
+- ``ldd_pairs`` / ``ldd_observations`` / ``ldd_sessions``: the logs, one row per
+  record, numbered per project (``seq``) and holding the record's JSON line as the
+  file store writes it (``ldd store export`` writes the very lines back);
+- ``ldd_registry``: one row per project, the registry document (``metrics.json``).
+
+**Commit-ordered numbering.**  An append is one statement: it bumps the project's
+counters in ``ldd_projects`` and inserts the rows numbered from them.  The row lock
+on the project's counter row is held until commit, so a second writer gets its
+numbers only after the first committed: numbers are handed out in commit order, and
+every snapshot sees a gap-free prefix of each log.  A reader's position (a
+:class:`SeqCursor`, the last number counted) therefore never skips a pair that
+commits late, the flaw of positions taken from a plain sequence.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import threading
+import time
+import weakref
+import zlib
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, cast, final
+
+from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, StoreCorruptError
+from pytest_ldd.records import PairError, check_pair_line, encode_line
+from pytest_ldd.store import Cursor, LogName, PairRead, check_project_key, masked
+from pytest_ldd.store.files import _check_metrics_shape, _metrics_text, _reject_constant
+
+if TYPE_CHECKING:
+    import psycopg
+
+__all__ = ["DB_SCHEMA_VERSION", "PostgresStore", "SeqCursor"]
+
+#: The version of the tables this code creates and reads.
+DB_SCHEMA_VERSION: Final = 1
+
+#: The first key of every advisory lock taken here (the second is the project's).
+_LOCK_SPACE: Final = 0x1DD0
+#: The advisory lock serializing schema creation and migration.
+_SCHEMA_LOCK: Final = (_LOCK_SPACE, 0)
+
+DEFAULT_LOCK_TIMEOUT: Final = 120.0
+
+#: The flush policy of test appends: committed once this many tests are buffered...
+FLUSH_TESTS: Final = 50
+#: ... or once the oldest buffered test waited this long (checked at each append).
+FLUSH_SECONDS: Final = 1.0
+
+_TABLES: Final[Mapping[str, str]] = {
+    "pairs": "ldd_pairs",
+    "observations": "ldd_observations",
+    "sessions": "ldd_sessions",
+}
+_COUNTERS: Final[Mapping[str, str]] = {
+    "pairs": "pair_seq",
+    "observations": "observation_seq",
+    "sessions": "session_seq",
+}
+
+_CREATE: Final = """
+CREATE TABLE IF NOT EXISTS ldd_schema (
+    id integer PRIMARY KEY CHECK (id = 1),
+    version integer NOT NULL
+);
+CREATE TABLE IF NOT EXISTS ldd_projects (
+    project text PRIMARY KEY,
+    pair_seq bigint NOT NULL DEFAULT 0,
+    observation_seq bigint NOT NULL DEFAULT 0,
+    session_seq bigint NOT NULL DEFAULT 0,
+    created_at timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE IF NOT EXISTS ldd_pairs (
+    project text NOT NULL REFERENCES ldd_projects (project),
+    seq bigint NOT NULL,
+    metric_name text NOT NULL,
+    metric_version integer NOT NULL,
+    error double precision NOT NULL,
+    line text NOT NULL,
+    PRIMARY KEY (project, seq)
+);
+CREATE TABLE IF NOT EXISTS ldd_observations (
+    project text NOT NULL REFERENCES ldd_projects (project),
+    seq bigint NOT NULL,
+    line text NOT NULL,
+    PRIMARY KEY (project, seq)
+);
+CREATE TABLE IF NOT EXISTS ldd_sessions (
+    project text NOT NULL REFERENCES ldd_projects (project),
+    seq bigint NOT NULL,
+    line text NOT NULL,
+    PRIMARY KEY (project, seq)
+);
+CREATE TABLE IF NOT EXISTS ldd_registry (
+    project text PRIMARY KEY REFERENCES ldd_projects (project),
+    doc bytea NOT NULL,
+    updated_at timestamptz NOT NULL DEFAULT now()
+);
+"""
+
+# One statement per append: the counters of the project's row move, and the rows
+# are numbered from them, in one implicit transaction.  The rows travel as two JSON
+# arrays (one parameter each): the driver's own array adapters cost more per test
+# than the rest of the append.
+_APPEND: Final = """
+WITH c AS (
+    UPDATE ldd_projects
+       SET pair_seq = pair_seq + %(np)s, observation_seq = observation_seq + %(no)s
+     WHERE project = %(project)s
+ RETURNING pair_seq - %(np)s AS p0, observation_seq - %(no)s AS o0
+), p AS (
+    INSERT INTO ldd_pairs (project, seq, metric_name, metric_version, error, line)
+    SELECT %(project)s, c.p0 + t.ord, t.item->>0, (t.item->>1)::integer,
+           (t.item->>2)::float8, t.item->>3
+      FROM c, jsonb_array_elements(%(pairs)s::jsonb) WITH ORDINALITY AS t(item, ord)
+), o AS (
+    INSERT INTO ldd_observations (project, seq, line)
+    SELECT %(project)s, c.o0 + t.ord, t.line
+      FROM c, jsonb_array_elements_text(%(observations)s::jsonb) WITH ORDINALITY AS t(line, ord)
+)
+SELECT c.p0 FROM c
+"""
+
+_APPEND_SESSIONS: Final = """
+WITH c AS (
+    UPDATE ldd_projects SET session_seq = session_seq + %(n)s
+     WHERE project = %(project)s
+ RETURNING session_seq - %(n)s AS s0
+)
+INSERT INTO ldd_sessions (project, seq, line)
+SELECT %(project)s, c.s0 + t.ord, t.line
+  FROM c, unnest(%(lines)s::text[]) WITH ORDINALITY AS t(line, ord)
+"""
+
+
+@final
+@dataclass(frozen=True, slots=True, order=True)
+class SeqCursor:
+    """A position in one of a project's logs: the last sequence number read (0: none)."""
+
+    seq: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.seq, int) or isinstance(self.seq, bool) or self.seq < 0:
+            msg = f"SeqCursor 'seq' must be an int >= 0 (got {self.seq!r})"
+            raise ValueError(msg)
+
+
+def _seq_cursor(cursor: object) -> SeqCursor:
+    if not isinstance(cursor, SeqCursor):
+        msg = f"a PostgreSQL store reads its own positions (SeqCursor), not {cursor!r}"
+        raise TypeError(msg)
+    return cursor
+
+
+def _import_psycopg(url: str) -> Any:
+    try:
+        import psycopg
+    except ImportError:
+        msg = (
+            f"store {masked(url)!r} needs psycopg 3, which is not installed: "
+            f'pip install "pytest-ldd[postgres]"'
+        )
+        raise InvalidSpecError(msg) from None
+    return psycopg
+
+
+class PostgresStore:
+    """A project's history in a PostgreSQL database (see the module docstring).
+
+    Nothing is created until the first write: the tables then, under the schema
+    advisory lock, and the project's row.  Reading a database without the tables or
+    the project reads as an empty store.
+    """
+
+    def __init__(
+        self, url: str, *, key: str | None, lock_timeout: float = DEFAULT_LOCK_TIMEOUT
+    ) -> None:
+        self.url = url
+        if key is None:
+            msg = (
+                f"store {masked(url)!r} is a database shared by projects: set "
+                f'[tool.ldd] project = "name" in pyproject.toml (the key every row of '
+                f"this project carries)"
+            )
+            raise InvalidSpecError(msg)
+        self.key = check_project_key(key)
+        self.lock_timeout = lock_timeout
+        self._psycopg = _import_psycopg(url)
+        self._conn: psycopg.Connection[Any] | None = None
+        self._pid = 0
+        self._guard = threading.RLock()
+        self._depth = 0
+        self._ready = False  # the tables and the project's row are known to exist
+        self._lock_key = (_LOCK_SPACE, _signed32(zlib.crc32(self.key.encode("utf-8"))))
+        #: Test appends not committed yet (see :meth:`append_lines`).
+        self._pending: tuple[list[str], list[str], list[PairError]] = ([], [], [])
+        self._pending_tests = 0
+        self._pending_since = 0.0
+
+    @classmethod
+    def from_url(cls, url: str, *, project: Path, key: str | None = None) -> PostgresStore:
+        """The store of a ``postgresql://`` URL for the project key ``key``."""
+        del project
+        return cls(url, key=key)
+
+    def __repr__(self) -> str:
+        return f"PostgresStore({self.location!r})"
+
+    @property
+    def location(self) -> str:
+        """The URL with its password masked, and the project key after ``#``."""
+        return f"{masked(self.url)}#{self.key}"
+
+    @property
+    def registry_location(self) -> str:
+        """Where the registry document is: the project's ``ldd_registry`` row."""
+        return f"{self.location} (table ldd_registry)"
+
+    # ------------------------------------------------------------------ connection
+
+    def _connection(self) -> psycopg.Connection[Any]:
+        pid = os.getpid()
+        conn = self._conn
+        if conn is not None and self._pid == pid and not conn.closed:
+            return conn
+        if conn is not None and self._pid != pid:
+            # Inherited through fork: the socket is the parent's; never close it here.
+            _INHERITED.append(conn)
+        try:
+            conn = cast(
+                "psycopg.Connection[Any]",
+                self._psycopg.connect(self.url, autocommit=True, connect_timeout=10),
+            )
+        except self._psycopg.Error as err:
+            raise self._error(err, "connect to") from None
+        self._conn, self._pid, self._ready, self._depth = conn, pid, False, 0
+        return conn
+
+    def _error(self, err: Exception, action: str) -> StoreCorruptError:
+        text = str(err).strip().replace("\n", " ")
+        password = _password(self.url)
+        if password:
+            text = text.replace(password, "***")
+        msg = f"cannot {action} the store {self.location}: {text}"
+        return StoreCorruptError(msg, path=self.location)
+
+    @contextmanager
+    def _db(self, action: str, *, flush: bool = True) -> Iterator[psycopg.Connection[Any]]:
+        """The connection, with database failures as clear store errors.
+
+        Buffered appends are committed first (``flush``), so whatever follows (a
+        read, the lock, another append) sees them, in order.
+        """
+        with self._guard:
+            if flush and self._pending_tests:
+                self.flush()
+            conn = self._connection()
+            try:
+                yield conn
+            except self._psycopg.Error as err:
+                raise self._error(err, action) from None
+
+    def flush(self) -> None:
+        """Commit the buffered test appends now (one statement)."""
+        with self._guard:
+            if not self._pending_tests:
+                return
+            observations, pairs, errors = self._pending
+            self._pending = ([], [], [])
+            self._pending_tests = 0
+            _PENDING.discard(self)
+            self._append(observations, pairs, errors)
+
+    def _has_tables(self, conn: psycopg.Connection[Any]) -> bool:
+        row = conn.execute("SELECT to_regclass('ldd_schema') IS NOT NULL").fetchone()
+        if not (row and row[0]):
+            return False
+        found = conn.execute("SELECT version FROM ldd_schema WHERE id = 1").fetchone()
+        if found is None:
+            return False
+        self._check_version(found[0])
+        return True
+
+    def _check_version(self, version: int) -> None:
+        if version > DB_SCHEMA_VERSION:
+            msg = (
+                f"the store {self.location} has schema_version {version}, written by a "
+                f"newer pytest-ldd (this one reads up to {DB_SCHEMA_VERSION}): upgrade "
+                f"pytest-ldd"
+            )
+            raise StoreCorruptError(msg, path=self.location)
+
+    def ensure_schema(self) -> None:
+        """Create or migrate the tables and the project's row (safe to run concurrently)."""
+        with self._db("create the tables of", flush=False) as conn:
+            if self._ready:
+                return
+            with conn.transaction():
+                # Concurrent CREATE TABLE IF NOT EXISTS can still collide: one at a time.
+                conn.execute("SELECT pg_advisory_xact_lock(%s, %s)", _SCHEMA_LOCK)
+                conn.execute(_CREATE)
+                row = conn.execute("SELECT version FROM ldd_schema WHERE id = 1").fetchone()
+                if row is None:
+                    conn.execute(
+                        "INSERT INTO ldd_schema (id, version) VALUES (1, %s)",
+                        (DB_SCHEMA_VERSION,),
+                    )
+                else:
+                    self._check_version(row[0])
+                    # Later versions migrate here, step by step, under the same lock.
+                conn.execute(
+                    "INSERT INTO ldd_projects (project) VALUES (%s) ON CONFLICT DO NOTHING",
+                    (self.key,),
+                )
+            self._ready = True
+
+    def _readable(self, conn: psycopg.Connection[Any]) -> bool:
+        """Whether the tables exist (reads of a database without them read nothing)."""
+        return self._ready or self._has_tables(conn)
+
+    def exists(self) -> bool:
+        """Whether this project has a row in the database."""
+        with self._db("read") as conn:
+            if not self._readable(conn):
+                return False
+            row = conn.execute(
+                "SELECT 1 FROM ldd_projects WHERE project = %s", (self.key,)
+            ).fetchone()
+            return row is not None
+
+    # ------------------------------------------------------------------ the lock
+
+    @contextmanager
+    def lock(self) -> Iterator[None]:
+        """The project's advisory lock, held by this process's connection (re-entrant).
+
+        Waiting longer than ``lock_timeout`` seconds raises :class:`StoreCorruptError`.
+        """
+        self.ensure_schema()
+        with self._guard:
+            if self._depth == 0:
+                self._take_lock()
+            self._depth += 1
+            try:
+                yield
+            finally:
+                self._depth -= 1
+                if self._depth == 0:
+                    with self._db("unlock") as conn:
+                        conn.execute("SELECT pg_advisory_unlock(%s, %s)", self._lock_key)
+
+    def _take_lock(self) -> None:
+        deadline = time.monotonic() + self.lock_timeout
+        with self._db("lock") as conn:
+            while True:
+                row = conn.execute(
+                    "SELECT pg_try_advisory_lock(%s, %s)", self._lock_key
+                ).fetchone()
+                if row and row[0]:
+                    return
+                if time.monotonic() >= deadline:
+                    msg = (
+                        f"could not lock the store {self.location} within "
+                        f"{self.lock_timeout:g} s: another session holds it (a hung "
+                        f"pytest or ldd command?); stop it and retry"
+                    )
+                    raise StoreCorruptError(msg, path=self.location)
+                time.sleep(0.01)
+
+    def read_lock(self) -> AbstractContextManager[None]:
+        """Nothing: every read is one consistent snapshot of committed appends."""
+        return nullcontext()
+
+    # ------------------------------------------------------------------ registry
+
+    def read_registry_bytes(self) -> bytes | None:
+        """The project's registry document, or None."""
+        with self._db("read") as conn:
+            if not self._readable(conn):
+                return None
+            row = conn.execute(
+                "SELECT doc FROM ldd_registry WHERE project = %s", (self.key,)
+            ).fetchone()
+            return None if row is None else bytes(row[0])
+
+    def parse_registry(self, data: bytes) -> dict[str, Any]:
+        """Parse and check the document (the shape of ``metrics.json``)."""
+        where = Path(self.registry_location)
+        try:
+            doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
+        except (UnicodeDecodeError, ValueError) as err:
+            msg = f"{self.registry_location} is not valid JSON ({err}); it was left untouched"
+            raise StoreCorruptError(msg, path=self.location) from err
+        _check_metrics_shape(doc, where)
+        return doc  # type: ignore[no-any-return]
+
+    def replace_registry(self, doc: Mapping[str, Any]) -> bytes:
+        """Replace the document in one statement; return the bytes stored."""
+        _check_metrics_shape(doc, Path(self.registry_location))
+        try:
+            payload = _metrics_text(doc).encode("utf-8")
+        except (TypeError, ValueError) as err:
+            msg = f"registry document for {self.registry_location} is not valid JSON: {err}"
+            raise StoreCorruptError(msg, path=self.location) from err
+        self.ensure_schema()
+        with self._db("write the registry of") as conn:
+            conn.execute(
+                "INSERT INTO ldd_registry (project, doc) VALUES (%s, %s) "
+                "ON CONFLICT (project) DO UPDATE SET doc = EXCLUDED.doc, updated_at = now()",
+                (self.key, payload),
+            )
+        return payload
+
+    # ------------------------------------------------------------------ appends
+
+    def append_pairs(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> None:
+        """Append pairs (committed when this returns)."""
+        lines = _encode(records, "pairs")
+        errors = [_pair_error(r, i) for i, r in enumerate(records)]
+        self.flush()  # in order after the buffered test appends
+        self._append([], lines, errors)
+
+    def append_observations(
+        self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
+    ) -> None:
+        """Append observations (committed when this returns)."""
+        lines = _encode(records, "observations")
+        self.flush()
+        self._append(lines, [], [])
+
+    def append_sessions(
+        self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
+    ) -> None:
+        """Append session records (committed when this returns)."""
+        lines = _encode(records, "sessions")
+        if not lines:
+            return
+        self.ensure_schema()
+        with self._db("append to") as conn:
+            conn.execute(_APPEND_SESSIONS, {"n": len(lines), "project": self.key, "lines": lines})
+
+    def append_lines(
+        self,
+        observations: Sequence[str],
+        pairs: Sequence[str],
+        errors: Sequence[PairError] | None = None,
+    ) -> None:
+        """Buffer a test's encoded lines; commit every :data:`FLUSH_TESTS` tests.
+
+        The buffer is also committed once its oldest test waited
+        :data:`FLUSH_SECONDS` (checked at the next append), before any other use of
+        the store, by :meth:`sync` and :meth:`close`, and at interpreter exit.
+        """
+        if errors is None or len(errors) != len(pairs):
+            errors = [_pair_error(json.loads(text), i) for i, text in enumerate(pairs)]
+        if not observations and not pairs:
+            return
+        self.ensure_schema()
+        with self._guard:
+            if not self._pending_tests:
+                self._pending_since = time.monotonic()
+                _PENDING.add(self)
+            held_obs, held_pairs, held_errors = self._pending
+            held_obs += observations
+            held_pairs += pairs
+            held_errors += errors
+            self._pending_tests += 1
+            if (
+                self._pending_tests >= FLUSH_TESTS
+                or time.monotonic() - self._pending_since >= FLUSH_SECONDS
+            ):
+                self.flush()
+
+    def _append(
+        self, observations: list[str], pairs: list[str], errors: Sequence[PairError]
+    ) -> None:
+        if not observations and not pairs:
+            return
+        self.ensure_schema()
+        rows = [[e[0], e[1], e[2], line] for e, line in zip(errors, pairs, strict=True)]
+        params = {
+            "project": self.key,
+            "np": len(pairs),
+            "no": len(observations),
+            "pairs": _JSON_ARRAY(rows),
+            "observations": _JSON_ARRAY(observations),
+        }
+        with self._db("append to", flush=False) as conn:
+            row = conn.execute(_APPEND, params).fetchone()
+        if row is None:  # pragma: no cover - the project row was removed meanwhile
+            self._ready = False
+            msg = f"the project {self.key!r} vanished from the store {self.location}"
+            raise StoreCorruptError(msg, path=self.location)
+
+    # ------------------------------------------------------------------ reads
+
+    def origin(self) -> SeqCursor:
+        """Before the first pair."""
+        return SeqCursor()
+
+    def _last(self, conn: psycopg.Connection[Any], log: LogName) -> int:
+        row = conn.execute(
+            f"SELECT {_COUNTERS[log]} FROM ldd_projects WHERE project = %s",
+            (self.key,),
+        ).fetchone()
+        return 0 if row is None else int(row[0])
+
+    def read_pairs(
+        self, cursors: Collection[Cursor], *, recount: bool = False
+    ) -> Iterator[PairRead]:
+        """The pairs numbered past the earliest cursor, one step per pair.
+
+        A cursor past the last number means pairs were deleted: an error.  With
+        ``recount`` each error is computed from the stored line itself.
+        """
+        if not cursors:
+            return iter(())
+        mine = [_seq_cursor(c) for c in cursors]
+        begin, ahead = min(mine).seq, max(mine).seq
+        with self._db("read") as conn:
+            if not self._readable(conn):
+                rows: list[tuple[Any, ...]] = []
+                last = 0
+            else:
+                with conn.transaction():
+                    # One snapshot: the counter and the rows agree.
+                    conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
+                    last = self._last(conn, "pairs")
+                    if ahead <= last:
+                        rows = conn.execute(
+                            _RECOUNT if recount else _COUNT, (self.key, begin)
+                        ).fetchall()
+        if ahead > last:
+            msg = (
+                f"the store {self.location} holds {last} pairs, fewer than the position "
+                f"its statistics were counted up to ({ahead}): pairs were deleted (delete "
+                f"the project's ldd_registry row too to start the statistics afresh)"
+            )
+            raise StoreCorruptError(msg, path=self.location)
+        return _steps(rows, recount=recount, where=self.location)
+
+    def iter_log(
+        self, log: LogName, *, start: Cursor | None = None
+    ) -> Iterator[tuple[dict[str, Any] | None, SeqCursor]]:
+        """A log's records from ``start`` as ``(record, position after it)``."""
+        records, _ = self._rows(log, start)
+        return iter(records)
+
+    def read_log(
+        self, log: LogName, *, start: Cursor | None = None
+    ) -> tuple[list[dict[str, Any]], SeqCursor]:
+        """A log's records from ``start``, and the position after the last one."""
+        rows, end = self._rows(log, start)
+        return [record for record, _ in rows if record is not None], end
+
+    def read_lines(self, log: LogName) -> list[tuple[int, str]]:
+        """A log's ``(seq, JSON line)`` rows, in order (what export writes)."""
+        table = _TABLES[log]
+        with self._db("read") as conn:
+            if not self._readable(conn):
+                return []
+            cur = conn.execute(
+                f"SELECT seq, line FROM {table} WHERE project = %s ORDER BY seq",
+                (self.key,),
+            )
+            return [(int(seq), str(line)) for seq, line in cur]
+
+    def _rows(
+        self, log: LogName, start: Cursor | None
+    ) -> tuple[list[tuple[dict[str, Any] | None, SeqCursor]], SeqCursor]:
+        first = SeqCursor() if start is None else _seq_cursor(start)
+        table = _TABLES[log]
+        out: list[tuple[dict[str, Any] | None, SeqCursor]] = []
+        end = first
+        with self._db("read") as conn:
+            if not self._readable(conn):
+                return out, end
+            cur = conn.execute(
+                f"SELECT seq, line FROM {table} "
+                "WHERE project = %s AND seq > %s ORDER BY seq",
+                (self.key, first.seq),
+            )
+            for seq, line in cur:
+                end = SeqCursor(int(seq))
+                out.append((_parse(line, self.location, log, int(seq)), end))
+        return out, end
+
+    def position_json(self, start: Cursor, end: Cursor) -> dict[str, Any]:
+        """``{"start_seq": .., "end_seq": ..}``: the pairs counted, by number."""
+        return {"start_seq": _seq_cursor(start).seq, "end_seq": _seq_cursor(end).seq}
+
+    def position_from_json(self, data: Mapping[str, Any]) -> tuple[SeqCursor, SeqCursor]:
+        """Read :meth:`position_json`'s keys back."""
+        return SeqCursor(data["start_seq"]), SeqCursor(data["end_seq"])
+
+    def sync(self, logs: Iterable[LogName] | None = None) -> None:
+        """Commit the buffered test appends (every other append is committed already)."""
+        self.flush()
+
+    def close(self) -> None:
+        """Close the connection (the next use opens a new one)."""
+        with self._guard:
+            conn = self._conn
+            if conn is not None and self._pid == os.getpid():
+                if self._depth:
+                    return  # the lock is held: closing would release it
+                self.flush()
+                conn.close()
+            self._conn = None
+            self._ready = False
+
+    def __del__(self) -> None:
+        # Interpreter shutdown, a dead server: nothing left to release.
+        with suppress(Exception):
+            self.close()
+
+    # ------------------------------------------------------------------ bulk (ldd store)
+
+    def drop_project(self) -> None:
+        """Delete every row of this project (the test suite's and ``import``'s clean slate)."""
+        with self._db("delete from") as conn:
+            if not self._readable(conn):
+                return
+            with conn.transaction():
+                for table in ("ldd_registry", *_TABLES.values()):
+                    conn.execute(f"DELETE FROM {table} WHERE project = %s", (self.key,))
+                conn.execute("DELETE FROM ldd_projects WHERE project = %s", (self.key,))
+            self._ready = False
+
+
+_JSON_ARRAY: Final = json.JSONEncoder(
+    separators=(",", ":"), allow_nan=False, ensure_ascii=False
+).encode
+
+#: Connections inherited through fork: kept referenced, never closed by the child.
+_INHERITED: list[Any] = []
+
+#: Stores holding buffered appends, committed at interpreter exit at the latest.
+_PENDING: weakref.WeakSet[PostgresStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_at_exit() -> None:
+    for store in list(_PENDING):
+        with suppress(Exception):
+            store.flush()
+
+_COUNT: Final = (
+    "SELECT seq, metric_name, metric_version, error FROM ldd_pairs "
+    "WHERE project = %s AND seq > %s ORDER BY seq"
+)
+_RECOUNT: Final = "SELECT seq, line FROM ldd_pairs WHERE project = %s AND seq > %s ORDER BY seq"
+
+
+def _steps(rows: Sequence[tuple[Any, ...]], *, recount: bool, where: str) -> Iterator[PairRead]:
+    for row in rows:
+        seq = int(row[0])
+        if recount:
+            record = _parse(row[1], where, "pairs", seq)
+            if record is None:
+                continue
+            try:
+                check_pair_line(record)
+            except (KeyError, TypeError, ValueError) as err:
+                msg = f"{where}: pair {seq}: {err}"
+                raise StoreCorruptError(msg, path=where) from None
+            error = abs(record["predicted"] - record["observed"])
+            item: PairError = (record["metric_name"], record["metric_version"], error)
+        else:
+            item = (row[1], int(row[2]), float(row[3]))
+        yield SeqCursor(seq - 1), (item,), SeqCursor(seq)
+
+
+def _parse(line: str, where: str, log: str, seq: int) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line, parse_constant=_reject_constant)
+    except ValueError as err:
+        msg = f"{where}: {log} record {seq} is not valid JSON ({err})"
+        raise StoreCorruptError(msg, path=where) from None
+    if not isinstance(record, dict):
+        msg = f"{where}: {log} record {seq} is not a JSON object"
+        raise StoreCorruptError(msg, path=where)
+    return record
+
+
+def _encode(records: Sequence[Mapping[str, Any]], log: str) -> list[str]:
+    lines = []
+    for index, record in enumerate(records):
+        try:
+            text = encode_line(record)
+        except (TypeError, ValueError) as err:
+            msg = f"record {index} for the {log} log is not valid JSON ({err}): {record!r}"
+            raise InvalidObservationError(msg) from err
+        if not text.startswith("{"):
+            msg = f"record {index} for the {log} log must be a JSON object (got {record!r})"
+            raise InvalidObservationError(msg)
+        lines.append(text)
+    return lines
+
+
+def _pair_error(record: Mapping[str, Any], index: int) -> PairError:
+    try:
+        check_pair_line(dict(record))
+    except (KeyError, TypeError, ValueError) as err:
+        detail = f"missing {err}" if isinstance(err, KeyError) else str(err)
+        msg = f"pair {index} cannot be stored: {detail} (got {dict(record)!r})"
+        raise InvalidObservationError(msg) from None
+    error = abs(record["predicted"] - record["observed"])
+    return record["metric_name"], record["metric_version"], float(error)
+
+
+def _signed32(value: int) -> int:
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _password(url: str) -> str:
+    from urllib.parse import urlsplit
+
+    try:
+        return urlsplit(url).password or ""
+    except ValueError:
+        return ""
