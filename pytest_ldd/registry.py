@@ -439,6 +439,9 @@ class MetricRegistry:
                 if raw_acc is None
                 else Accumulator.from_json(raw_acc, source, self.store.position_from_json)
             )
+        except StoreCorruptError as err:
+            # The accumulator does not know whose it is: name the metric.
+            raise StoreCorruptError(f"metric {spec.name!r}: {err}", path=err.path) from err
         except StalePosition as err:
             # Counting on from there would count other pairs (or none): recount.
             msg = f"{err}; the statistics of {spec.name!r} are recounted from the start of the log"

@@ -262,11 +262,17 @@ def test_cli_verify_catches_tampered_statistics(backend: Backend, tmp_path: Path
     doc = store.parse_registry(data)
     doc["promotions"][0]["calibration"]["sum_abs_error"] += 0.3
     store.replace_registry(doc)
+    tampered = store.read_registry_bytes()
     store.close()
     bad = ldd(backend, tmp_path, "metric", "verify")
+    # A sum that no longer fits the histogram stored beside it is refused as soon as
+    # the store is read, naming the metric and the field; nothing is rewritten.
     assert bad.returncode == 1
-    assert "mismatch: " in bad.stderr
-    assert "'accuracy'" in bad.stderr
+    assert "metric 'accuracy'" in bad.stderr
+    assert "'sum_abs_error'" in bad.stderr
+    reopened = backend.open(tmp_path)
+    assert reopened.read_registry_bytes() == tampered
+    reopened.close()
 
 
 # --------------------------------------------------------------------------- database only
