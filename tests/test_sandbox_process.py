@@ -7,13 +7,12 @@ per-test outcomes.  The attacks are in tests/redteam/test_redteam_process.py.
 
 from __future__ import annotations
 
-import inspect
-
 import collections
 import contextlib
 import datetime
 import decimal
 import fractions
+import inspect
 import math
 import pathlib
 import sys
