@@ -128,7 +128,7 @@ class _Options:
     pythonpath: tuple[str, ...] = (".",)
     plugins: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
-    isolation: str = "inprocess"
+    isolation: str = "process"
 
     @classmethod
     def build(
@@ -140,7 +140,7 @@ class _Options:
         pythonpath: Sequence[str] = (".",),
         plugins: Sequence[str] = (),
         limits: Limits | None = None,
-        isolation: str = "inprocess",
+        isolation: str = "process",
     ) -> _Options:
         if (
             isinstance(timeout, bool)
@@ -268,7 +268,7 @@ def run_hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
-    isolation: str = "inprocess",
+    isolation: str = "process",
 ) -> Verdict:
     """Run the hidden ``tests`` against a fresh copy of ``workspace``; return the verdict.
 
@@ -568,7 +568,7 @@ def hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
-    isolation: str = "inprocess",
+    isolation: str = "process",
 ) -> HiddenTests:
     """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.
 

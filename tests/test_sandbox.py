@@ -1,5 +1,7 @@
 """Tests of pytest_ldd.sandbox: the verdict, the options, staging, the channel, the judge,
 and real runs that look at the child from the inside (its environment, sys.path, flags).
+Runs that inspect the in-process child name ``isolation="inprocess"``; the others use the
+default, process isolation (tests/test_sandbox_process.py covers what is specific to it).
 
 The attacks themselves are in tests/redteam/.
 """
@@ -279,7 +281,9 @@ def test_limits():
 """
     hidden = _write(task.root / "probe", {"test_probe.py": probe})
     limits = Limits(memory_bytes=3 * 1024**3, file_bytes=64 * 1024**2)
-    verdict = run_hidden_tests(task.good, hidden, env={"GIVEN": "yes"}, timeout=30, limits=limits)
+    verdict = run_hidden_tests(
+        task.good, hidden, env={"GIVEN": "yes"}, timeout=30, limits=limits, isolation="inprocess"
+    )
     assert verdict.passed, verdict.reason + verdict.output_tail
 
 
@@ -368,9 +372,16 @@ def test_hidden_tests_without_test_files_or_that_do_not_parse(task: SimpleNamesp
 
 def test_an_interpreter_that_cannot_run_the_runner(task: SimpleNamespace) -> None:
     with pytest.raises(SandboxError, match="cannot start the test interpreter"):
-        run_hidden_tests(task.good, task.hidden, python=str(task.root / "no-python"))
+        run_hidden_tests(
+            task.good, task.hidden, python=str(task.root / "no-python"), isolation="inprocess"
+        )
     with pytest.raises(SandboxError, match="did not start the sandbox runner"):
-        run_hidden_tests(task.good, task.hidden, python=["/bin/sh", "-c", "exit 0", "sh"])
+        run_hidden_tests(
+            task.good,
+            task.hidden,
+            python=["/bin/sh", "-c", "exit 0", "sh"],
+            isolation="inprocess",
+        )
 
 
 @pytest.mark.parametrize(
@@ -1022,7 +1033,7 @@ def test_hidden_comparisons_are_guarded_and_failures_keep_pytests_explanation(
             "def test_helper():\n    check(mul)\n"
         },
     )
-    verdict = run_hidden_tests(task.good, hidden)
+    verdict = run_hidden_tests(task.good, hidden, isolation="inprocess")
     assert verdict.tampered
     assert "result of type liar.L (a str subclass) claims == 'yes'; its str value is 'no'" in (
         verdict.reason
@@ -1284,7 +1295,7 @@ def test_a_wrapper_may_name_the_runs_own_folder(task: SimpleNamespace) -> None:
         },
     )
     wrapper = ["/usr/bin/env", "LDD_RUN_FOLDER={sandbox}", sys.executable]
-    verdict = run_hidden_tests(task.good, hidden, python=wrapper)
+    verdict = run_hidden_tests(task.good, hidden, python=wrapper, isolation="inprocess")
     assert verdict.passed, verdict.reason + verdict.output_tail
 
 

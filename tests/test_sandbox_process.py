@@ -12,6 +12,7 @@ import contextlib
 import datetime
 import decimal
 import fractions
+import inspect
 import math
 import pathlib
 import sys
@@ -189,9 +190,18 @@ def test_isolation_is_validated_and_named(tmp_path: Path) -> None:
         run_hidden_tests(tmp_path / "ws", tmp_path / "hidden", isolation="thread")
     with pytest.raises(SandboxError, match="'isolation'"):
         hidden_tests(tmp_path / "hidden", isolation=None)  # type: ignore[arg-type]
-    checker = hidden_tests(tmp_path / "hidden", isolation="process")
+    checker = hidden_tests(tmp_path / "hidden", isolation="inprocess")
     assert isinstance(checker, HiddenTests)
-    assert "isolation='process'" in repr(checker)
+    assert "isolation='inprocess'" in repr(checker)
+
+
+def test_process_isolation_is_the_default(tmp_path: Path) -> None:
+    _write(tmp_path / "hidden", {"test_x.py": "def test_x():\n    pass\n"})
+    default = hidden_tests(tmp_path / "hidden")
+    assert default.options.isolation == "process"
+    assert "isolation=" not in repr(default)  # the repr names only what differs
+    assert default.options == hidden_tests(tmp_path / "hidden", isolation="process").options
+    assert inspect.signature(run_hidden_tests).parameters["isolation"].default == "process"
 
 
 # -- compatibility -------------------------------------------------------------------

@@ -224,6 +224,7 @@ def test_sandbox_sees_through_the_attack(
             env=_fill(case.env, case, tmp_path),
             pythonpath=case.pythonpath,
             limits=Limits(**case.limits),
+            isolation="inprocess",
         )
     elapsed = time.monotonic() - started
     got = {"passed": verdict.passed, "tampered": verdict.tampered}
@@ -252,7 +253,8 @@ started = time.monotonic()
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always")
     verdict = run_hidden_tests(
-        args["workspace"], args["hidden"], env=args["env"], python=args["python"]
+        args["workspace"], args["hidden"], env=args["env"], python=args["python"],
+        isolation="inprocess",
     )
 print(json.dumps({
     "passed": verdict.passed, "tampered": verdict.tampered, "reason": verdict.reason,
