@@ -534,7 +534,16 @@ class Metric(ABC):
         try:
             value = float(raw)  # type: ignore[arg-type]
         except OverflowError:  # an int or Fraction beyond float range
-            value = math.inf if raw > 0 else -math.inf  # type: ignore[operator]
+            shown = (
+                f"{'-' if raw < 0 else ''}~1e{math.floor(math.log10(abs(raw)))}"
+                if isinstance(raw, int)
+                else repr(raw)[:40]
+            )
+            raise InvalidObservationError(
+                f"{field}: metric {self.name!r} ({self._spec.kind}) expects {expected} "
+                f"within the float range (about +-1.8e308; got {shown}, which no float "
+                f"holds): pass math.inf for an unbounded value"
+            ) from None
         if math.isnan(value):
             raise self._invalid(expected, value, field)
         return value

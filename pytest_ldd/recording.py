@@ -604,10 +604,8 @@ def _payload_problem(payload: Mapping[str, Any]) -> str | None:
 def _raw_number(observed: Any, normalized: float) -> float:
     """The raw value gates compare: the number itself, or the rate of a pair."""
     if isinstance(observed, (int, float)) and not isinstance(observed, bool):
-        try:
-            return float(observed)
-        except OverflowError:  # an int beyond float range: the metric took it as infinite
-            return math.inf if observed > 0 else -math.inf
+        # The metric refused ints beyond float range before this (InvalidObservationError).
+        return float(observed)
     return normalized
 
 
