@@ -31,6 +31,7 @@ __all__ = [
     "check_pair_line",
     "check_session_line",
     "encode_line",
+    "encode_records",
     "is_number",
     "is_raw_pair",
     "json_raw",
@@ -69,6 +70,28 @@ PairError = tuple[str, int, "float | RawPair"]
 encode_line: Final = json.JSONEncoder(
     separators=(",", ":"), allow_nan=False, ensure_ascii=False
 ).encode
+
+
+
+def encode_records(records: Sequence[Mapping[str, Any]], where: str) -> list[str]:
+    """Each record as one :func:`encode_line` text; ``where`` names the log in errors.
+
+    A record that is not JSON, or not a JSON object, is an InvalidObservationError
+    naming its index, so a batch is refused whole before anything is written.
+    """
+    lines: list[str] = []
+    for index, record in enumerate(records):
+        try:
+            text = encode_line(record)
+        except (TypeError, ValueError) as err:
+            msg = f"record {index} for {where} is not valid JSON ({err}): {record!r}"
+            raise InvalidObservationError(msg) from err
+        if not text.startswith("{"):
+            msg = f"record {index} for {where} must be a JSON object (got {record!r})"
+            raise InvalidObservationError(msg)
+        lines.append(text)
+    return lines
+
 
 _TIMESTAMP_RE: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
 

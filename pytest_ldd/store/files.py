@@ -35,12 +35,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, final
 
 from pytest_ldd.errors import (
-    InvalidObservationError,
     InvalidSpecError,
     LddWarning,
     StoreCorruptError,
 )
-from pytest_ldd.records import PairError, RawPair, check_line, check_pair_line, encode_line
+from pytest_ldd.records import (
+    PairError,
+    RawPair,
+    check_line,
+    check_pair_line,
+    encode_records,
+)
 from pytest_ldd.store import SCHEMA_VERSION, Cursor, LogName, PairRead, StalePosition
 
 if TYPE_CHECKING:
@@ -1092,18 +1097,7 @@ def _os_error(err: OSError, path: str | os.PathLike[str], action: str) -> StoreC
 def _encode_lines(
     target: str | os.PathLike[str], records: Sequence[Mapping[str, Any]]
 ) -> list[bytes]:
-    lines: list[bytes] = []
-    for index, record in enumerate(records):
-        try:
-            text = encode_line(record)
-        except (TypeError, ValueError) as err:
-            msg = f"record {index} for {target} is not valid JSON ({err}): {record!r}"
-            raise InvalidObservationError(msg) from err
-        if not text.startswith("{"):
-            msg = f"record {index} for {target} must be a JSON object (got {record!r})"
-            raise InvalidObservationError(msg)
-        lines.append(text.encode("utf-8") + b"\n")
-    return lines
+    return [text.encode("utf-8") + b"\n" for text in encode_records(records, str(target))]
 
 
 def new_file_mode() -> int:

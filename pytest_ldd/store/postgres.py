@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, StoreCorruptError
-from pytest_ldd.records import PairError, check_pair_line, encode_line
+from pytest_ldd.records import PairError, check_pair_line, encode_records
 from pytest_ldd.store import Cursor, LogName, PairRead, check_project_key, masked
 from pytest_ldd.store.files import _check_metrics_shape, _metrics_text, _reject_constant
 
@@ -702,18 +702,7 @@ def _parse(line: str, where: str, log: str, seq: int) -> dict[str, Any] | None:
 
 
 def _encode(records: Sequence[Mapping[str, Any]], log: str) -> list[str]:
-    lines = []
-    for index, record in enumerate(records):
-        try:
-            text = encode_line(record)
-        except (TypeError, ValueError) as err:
-            msg = f"record {index} for the {log} log is not valid JSON ({err}): {record!r}"
-            raise InvalidObservationError(msg) from err
-        if not text.startswith("{"):
-            msg = f"record {index} for the {log} log must be a JSON object (got {record!r})"
-            raise InvalidObservationError(msg)
-        lines.append(text)
-    return lines
+    return encode_records(records, f"the {log} log")
 
 
 def _pair_error(record: Mapping[str, Any], index: int) -> PairError:
