@@ -16,6 +16,7 @@ import inspect
 import math
 import pathlib
 import sys
+import time
 import uuid
 from pathlib import Path
 from types import SimpleNamespace
@@ -172,6 +173,124 @@ def test_malformed_bytes_raise_wire_error_only(data: bytes) -> None:
 def test_random_bytes_never_raise_anything_but_wire_error(data: bytes) -> None:
     with contextlib.suppress(wire.WireError):
         wire.Decoder({b"H": lambda payload: payload}).decode(data)
+
+
+# -- waiting for the other side ------------------------------------------------------
+
+
+def _peer(read_fd: int, write_fd: int, wait: Any, spin_s: float) -> Any:
+    def refuse(obj: Any) -> tuple[bytes, Any]:
+        raise wire.WireError("data only")
+
+    return wire.Peer(
+        read_fd,
+        write_fd,
+        encoder=wire.Encoder(refuse),
+        decoder=wire.Decoder({}),
+        serve=lambda op, args: None,
+        fail=lambda exc: str(exc),
+        raise_error=lambda error: RuntimeError(error),
+        wait=wait,
+        spin_s=spin_s,
+    )
+
+
+def _frame(message: tuple[Any, ...]) -> bytes:
+    body = wire.Encoder(lambda obj: (b"H", 0)).encode(message)
+    return len(body).to_bytes(4, "big") + body
+
+
+@pytest.fixture
+def pipe() -> Any:
+    import os
+
+    read_fd, write_fd = os.pipe()
+    os.set_blocking(read_fd, False)
+    os.set_blocking(write_fd, False)
+    yield read_fd, write_fd
+    for fd in (read_fd, write_fd):
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def test_a_reader_without_spin_sleeps_at_the_first_empty_read(pipe: Any) -> None:
+    import os
+
+    read_fd, write_fd = pipe
+    waits: list[tuple[int, bool]] = []
+
+    def wait(fd: int, for_write: bool) -> None:
+        waits.append((fd, for_write))
+        os.write(write_fd, _frame(("r", 1, "answer")))
+
+    assert _peer(read_fd, write_fd, wait, spin_s=0.0).receive() == ("r", 1, "answer")
+    assert waits == [(read_fd, False)]
+
+
+def test_a_reader_retries_for_the_spin_before_it_sleeps(pipe: Any) -> None:
+    import os
+    import threading
+
+    read_fd, write_fd = pipe
+    waits: list[tuple[int, bool]] = []
+    # The answer comes 20 ms late, well inside a spin of a minute: no sleep at all.
+    late = threading.Timer(0.02, lambda: os.write(write_fd, _frame(("r", 2, "late"))))
+    late.start()
+    try:
+        got = _peer(read_fd, write_fd, lambda *a: waits.append(a), spin_s=60.0).receive()
+    finally:
+        late.join()
+    assert got == ("r", 2, "late")
+    assert waits == []
+
+
+def test_a_reader_sleeps_once_its_spin_is_over(pipe: Any) -> None:
+    import os
+
+    read_fd, write_fd = pipe
+    waits: list[float] = []
+
+    def wait(fd: int, for_write: bool) -> None:
+        waits.append(time.perf_counter())
+        os.write(write_fd, _frame(("r", 3, "slept")))
+
+    start = time.perf_counter()
+    assert _peer(read_fd, write_fd, wait, spin_s=0.005).receive() == ("r", 3, "slept")
+    assert len(waits) == 1
+    assert waits[0] - start >= 0.005
+
+
+def test_a_writer_waits_only_when_the_pipe_is_full(pipe: Any) -> None:
+    import os
+
+    read_fd, write_fd = pipe
+    drained = bytearray()
+
+    def refuse(fd: int, for_write: bool) -> None:
+        raise AssertionError("a pipe with room must not be waited on")
+
+    _peer(read_fd, write_fd, refuse, spin_s=0.0).send(("r", 4, "small"))
+    drained += os.read(read_fd, 1 << 16)
+    assert bytes(drained) == _frame(("r", 4, "small"))
+
+    waits: list[tuple[int, bool]] = []
+
+    def drain() -> None:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                drained.extend(os.read(read_fd, 1 << 16))
+
+    def wait(fd: int, for_write: bool) -> None:
+        waits.append((fd, for_write))
+        drain()
+
+    drained.clear()
+    big = ("r", 5, "x" * (1 << 20))  # far more than a pipe holds
+    _peer(read_fd, write_fd, wait, spin_s=0.0).send(big)
+    drain()
+    assert waits
+    assert set(waits) == {(write_fd, True)}
+    assert bytes(drained) == _frame(big)
 
 
 def test_the_subject_reports_exactly_the_special_methods_the_judge_implements() -> None:

@@ -466,6 +466,7 @@ class Connection:
             raise_error=self._raise_error,
             wait=self._wait,
             budget=BUDGET_BYTES,
+            spin_s=wire.SPIN_S,
         )
         self.peer.on_output = _printed
 

@@ -25,6 +25,7 @@ import copy
 import importlib
 import operator
 import os
+import select
 import sys
 import traceback
 import types
@@ -146,6 +147,13 @@ class JudgeFunction:
         return f"<judge callable #{self._ldd_id}>"
 
 
+def _block(fd: int, for_write: bool) -> None:
+    """Sleep until ``fd`` is ready: the judge decides how long the subject may take."""
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT if for_write else select.POLLIN)
+    poller.poll()
+
+
 class JudgeError(Exception):
     """An exception raised by judge code called back, that is not a builtin one."""
 
@@ -167,6 +175,8 @@ class Subject:
             serve=self.serve,
             fail=self.fail,
             raise_error=self.raise_error,
+            wait=_block,
+            spin_s=wire.SPIN_S,
         )
         self.peer.on_released = self.release
 
@@ -347,6 +357,7 @@ def _forward_warnings(peer: Any) -> None:
 def main(settings: dict[str, Any]) -> None:
     """Serve the judge until it closes the pipe."""
     read_fd, write_fd = os.dup(0), os.dup(1)
+    os.set_blocking(read_fd, False)  # a read spins briefly before it sleeps (wire.Peer)
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
