@@ -332,7 +332,7 @@ def test_a_correct_workspace_passes_every_shape_in_both_isolations(
     for mode in MODES:
         verdict = shape_verdicts["good", mode]
         assert verdict.passed, f"{mode}: {verdict.reason}\n{verdict.output_tail[-4000:]}"
-        assert len(verdict.outcomes) == 21
+        assert len(verdict.outcomes) == 22
 
 
 def test_a_wrong_workspace_fails_every_shape_in_both_isolations(
@@ -772,3 +772,30 @@ def test_a_test_that_swallows_the_subjects_death_still_fails(task: SimpleNamespa
         "test_dies.py::test_after": "failed",
     }
     assert "process isolation failed during this test" in verdict.output_tail
+
+
+@pytest.mark.parametrize(
+    "raised",
+    [
+        "unittest.SkipTest('not today')",
+        "__import__('_pytest.outcomes').outcomes.Skipped('not today')",
+        "type('Skipped', (BaseException,), {'__module__': '_pytest.outcomes'})('x')",
+        "type('XFailed', (Exception,), {'__module__': '_pytest.outcomes'})('x')",
+    ],
+)
+def test_workspace_code_cannot_skip_its_way_past_a_hidden_test(
+    task: SimpleNamespace, raised: str
+) -> None:
+    _write(
+        task.ws,
+        {"calc.py": f"import unittest\n\n\ndef mul(a, b):\n    raise {raised}\n"},
+    )
+    hidden = "from calc import mul\n\n\ndef test_mul():\n    assert mul(6, 7) == 42\n"
+    _write(task.hidden, {"test_calc.py": hidden})
+    verdicts = {mode: run_hidden_tests(task.ws, task.hidden, isolation=mode) for mode in MODES}
+    for mode, verdict in verdicts.items():
+        assert not verdict.passed, f"{mode}: {verdict.reason}"
+        assert verdict.outcomes["test_calc.py::test_mul"] != "passed", mode
+    if raised.startswith("unittest"):
+        # A stdlib exception is the judge's own class: the same outcome in both modes.
+        assert verdicts["process"].outcomes == verdicts["inprocess"].outcomes

@@ -35,6 +35,7 @@ plugin hooks); the judge loads it from a file.
 from __future__ import annotations
 
 import builtins
+import contextlib
 import importlib.abc
 import importlib.machinery
 import os
@@ -480,7 +481,10 @@ class Connection:
         pythonpath: Sequence[str],
         deadline: float,
     ) -> Connection:
-        """Start the subject (it boots while the judge imports pytest); never blocks long."""
+        """Start the subject and send it its code (it boots while the judge imports pytest).
+
+        Never blocks: what the pipe does not take now, :meth:`hello` sends.
+        """
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
@@ -491,7 +495,12 @@ class Connection:
         connection = cls(proc, deadline)
         settings = {"pythonpath": list(pythonpath)} | {k: len(v) for k, v in sources.items()}
         head = (wire_json(settings) + "\n").encode("utf-8")
-        connection._boot = head + sources["wire"] + sources["subject"]
+        boot = head + sources["wire"] + sources["subject"]
+        # As much of its code as the pipe takes now, so that it compiles while the
+        # judge imports pytest; hello() sends the rest.
+        with contextlib.suppress(BlockingIOError, BrokenPipeError):
+            boot = boot[os.write(connection.peer.write_fd, boot) :]
+        connection._boot = boot
         return connection
 
     def hello(self) -> str | None:
@@ -589,7 +598,9 @@ class Connection:
                 if isolate:
                     self.failures.append(str(exc))
                 raise
-            except RecursionError:
+            except RecursionError as exc:
+                if isinstance(exc.__cause__, RemoteTraceback):
+                    raise  # the workspace's own, raised in the subject: the test's to see
                 reason = self._break("requests nested too deep between judge and subject")
                 raise SubjectError(reason) from None
 

@@ -32,6 +32,10 @@ def squares(n):
     return iter([i * i for i in range(n)])
 
 
+def descend(n):
+    return descend(n + 1)
+
+
 def sort_by(items, key):
     return sorted(items, key=key)
 

@@ -62,6 +62,13 @@ def test_raises_workspace_exception():
     assert solution.parse("12") == 12
 
 
+def test_raises_recursion_error():
+    # The workspace's own RecursionError reaches the test; the subject serves on.
+    with pytest.raises(RecursionError):
+        solution.descend(0)
+    assert add(1, 1) == 2
+
+
 def test_tmp_path_file(tmp_path):
     out = solution.write_report(tmp_path / "r.txt", ["a", "b"])
     assert out == tmp_path / "r.txt"

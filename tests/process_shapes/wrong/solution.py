@@ -29,6 +29,10 @@ def squares(n):
     return iter([i + i for i in range(n)])
 
 
+def descend(n):
+    return n
+
+
 def sort_by(items, key):
     return list(items)
 
