@@ -1258,6 +1258,88 @@ def test_a_correct_workspace_fails_every_twin_and_an_always_equal_one_passes_the
     }
 
 
+def _twin_order(source: str, seed: int) -> dict[str, bool]:
+    """Plant twins with ``seed``: for each twinned test, whether its twin comes first."""
+    from pytest_ldd._sandbox.twins import plant_twins
+
+    tree = ast.parse(source)
+    names = iter(f"test_drawn_{i}" for i in range(1000))
+    tests = ["test_param", "test_helper", "test_kinds", "test_compare_expressions"]
+    module, twins = plant_twins(
+        tree, [*tests, "TestCalc::test_method"], names.__next__, random.Random(seed)
+    )
+    order: dict[str, bool] = {}
+    for twin in twins:
+        *owner, twin_name = twin.name.split("::")
+        original = twin.of.split("::")[-1]
+        body = (
+            next(n for n in module.body if isinstance(n, ast.ClassDef)).body
+            if owner
+            else module.body
+        )
+        defs = [n.name for n in body if isinstance(n, ast.FunctionDef)]
+        order[twin.of] = defs.index(twin_name) < defs.index(original)
+    return order
+
+
+def test_a_twin_precedes_its_original_with_even_odds() -> None:
+    """A lie that depends on which comparison comes first is caught half the time."""
+    seeds = range(400)
+    orders = [_twin_order(TWINNED, seed) for seed in seeds]
+    assert set(orders[0]) == {
+        "test_param", "test_helper", "test_kinds", "test_compare_expressions",
+        "TestCalc::test_method",
+    }  # fmt: skip
+    for original in orders[0]:  # the first test of the file and a class's method included
+        first = sum(order[original] for order in orders) / len(seeds)
+        assert 0.4 <= first <= 0.6, (original, first)
+
+
+STATEFUL_LIAR = """_seen = []
+
+
+class Answer:
+    def __eq__(self, other):
+        if not _seen:
+            _seen.append(other)
+        return other == _seen[0]
+
+    __hash__ = None
+
+
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return Answer()
+"""
+
+
+def test_a_stateful_liar_is_caught_when_the_twin_comes_first(tmp_path: Path) -> None:
+    hidden = "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+    hidden += "def test_mul():\n    assert mul(6, 7) == 42\n"
+    src = _write(tmp_path / "h", {"test_t.py": hidden})
+    liar = _write(tmp_path / "liar", {"calc.py": STATEFUL_LIAR})
+    seen = set()
+    for seed in range(40):
+        suite = stage_hidden(src, tmp_path / f"staged{seed}", random.Random(seed))
+        twin = next(t for t, of in suite.twins.items() if of.endswith("test_mul"))
+        tree = ast.parse((suite.root / "test_t.py").read_text())
+        defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        first = defs.index(twin.split("::")[-1]) < defs.index("test_mul")
+        if first in seen:
+            continue
+        seen.add(first)
+        outcomes = _run_staged(suite.root, liar)
+        # The liar says yes to the first value it meets, and only to that one.
+        assert outcomes[twin.split("::", 1)[1]] == ("passed" if first else "failed")
+        assert outcomes["test_mul"] == ("failed" if first else "passed")
+        if len(seen) == 2:
+            break
+    assert seen == {True, False}
+
+
 def test_a_twin_that_passes_next_to_a_failing_original_is_a_wrong_value_not_tampering() -> None:
     suite = dataclasses.replace(
         _SUITE,

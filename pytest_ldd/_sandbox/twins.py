@@ -373,6 +373,16 @@ def _anchors(body: Sequence[ast.stmt]) -> list[int]:
     ]
 
 
+def _position(body: Sequence[ast.stmt], original: ast.stmt | None, rng: random.Random) -> int:
+    """Where a twin of ``original`` (or a helper copy, for None) goes in ``body``."""
+    if original is None:
+        return rng.choice(_anchors(body) or [len(body)])
+    at = next(index for index, node in enumerate(body) if node is original)
+    if rng.random() < 0.5:
+        return at  # right before: the original's decorators see what they see
+    return rng.choice([anchor for anchor in _anchors(body) if anchor > at])
+
+
 def plant_twins(
     tree: ast.Module,
     tests: Sequence[str],
@@ -383,8 +393,11 @@ def plant_twins(
 
     ``tests`` are the file's collectable tests (``name`` or ``Class::name``);
     ``draw_name()`` returns a fresh test name each call (and knows the taken ones).
-    Each twin, and each perturbed helper copy, goes right after a randomly chosen
-    definition of the module (or of the test's class).
+    A twin goes, with even odds, right before its original or right after a randomly
+    chosen definition that follows it: a workspace whose answers depend on which of
+    the two it meets first (an ``__eq__`` that says yes to the first value only) is
+    caught half the time, whatever order it bets on.  A perturbed helper copy goes
+    right after a randomly chosen definition of the module.
     """
     module = copy.deepcopy(tree)
     helpers = {
@@ -394,7 +407,8 @@ def plant_twins(
         and not node.name.startswith("test")
         and _has_assert(node)
     }
-    inserts: list[tuple[list[ast.stmt], ast.stmt]] = []
+    # (where, what, the original it twins or None for a helper copy)
+    inserts: list[tuple[list[ast.stmt], ast.stmt, ast.stmt | None]] = []
     copies: dict[str, str | None] = {}
 
     def helper_for(name: str) -> str | None:
@@ -408,7 +422,7 @@ def plant_twins(
             copies[name] = None
             if perturber.changes:
                 helper.name = draw_name().replace("test_", f"{name}_", 1)
-                inserts.append((module.body, helper))
+                inserts.append((module.body, helper, None))
                 copies[name] = helper.name
         return copies[name]
 
@@ -439,12 +453,11 @@ def plant_twins(
             continue
         _fewer_rows(twin, rng)
         twin.name = draw_name()
-        inserts.append((container, twin))
+        inserts.append((container, twin, original))
         twins.append(
             Twin("::".join([*owner, twin.name]), test, "; ".join(perturber.changes)[:200])
         )
-    for container, node in inserts:
-        anchors = _anchors(container) or [len(container)]
-        container.insert(rng.choice(anchors), node)
+    for container, node, twinned in inserts:
+        container.insert(_position(container, twinned, rng), node)
     ast.fix_missing_locations(module)
     return module, twins
