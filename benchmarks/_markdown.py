@@ -37,6 +37,8 @@ def _fmt(value: float, unit: str) -> str:
         return f"{value:.1f} MB"
     if unit == "x":
         return f"{value:.2f}x"
+    if unit == "us":
+        return f"{value:.0f} µs"
     return f"{value:g}"
 
 
@@ -52,6 +54,7 @@ def render(doc: dict[str, Any]) -> str:
         f"{' (--quick)' if doc['quick'] else ''}, {doc['repetitions']} repetitions per arm, "
         f"load average {doc.get('load_average_before')} before and "
         f"{doc.get('load_average_after')} after.",
+        *_isolation_run(doc),
         "",
         "| target | figure | limit | verdict |",
         "|---|---|---|---|",
@@ -101,6 +104,21 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _isolation_run(doc: dict[str, Any]) -> list[str]:
+    """The line naming the run of the process isolation figures, when it was a run of its own."""
+    run = doc["benchmarks"].get("sandbox", {}).get("isolation", {}).get("run")
+    if not run:
+        return []
+    m = run["machine"]
+    return [
+        "",
+        f"The `sandbox.process_isolation_*` figures come from a later run of their own: "
+        f"{m['cpu']}, {m['cores']} cores, {m['os']}; pytest-ldd at {run['commit']}. Run "
+        f"{run['generated_at']}, {run['repetitions']} repetitions per arm, load average "
+        f"{run['load_average_before']} before and {run['load_average_after']} after.",
+    ]
+
+
 def _arm(doc: dict[str, Any], benchmark: str, arm: str, key: str = "median") -> float:
     data = doc["benchmarks"][benchmark]["arms"][arm]
     return float(data["cpu_s"]["median"] if key == "cpu" else data[key])
@@ -128,6 +146,17 @@ def _sandbox(doc: dict[str, Any]) -> str:
     )
 
 
+def _isolation(doc: dict[str, Any]) -> str:
+    isolation = doc["benchmarks"]["sandbox"]["isolation"]
+    return (
+        f"process {isolation['demo_process_median_s']:.2f} s, inprocess "
+        f"{isolation['demo_inprocess_median_s']:.2f} s for the {isolation['demo_tasks']} "
+        f"tasks; round trip median {isolation['round_trip_median_us']:.0f} µs, 90th "
+        f"percentile {isolation['round_trip_p90_us']:.0f} µs over "
+        f"{isolation['round_trips']:,} calls"
+    )
+
+
 #: Figures derived from ``results.json`` that pages quote inline, by name.
 FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
     "overhead.ldd_spends_ms": lambda d: (
@@ -151,6 +180,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{-d['benchmarks']['memory']['delta_vs_record_property_mb']:.1f} MB"
     ),
     "sandbox.medians": _sandbox,
+    "sandbox.isolation_medians": _isolation,
     "machine.cores": lambda d: f"{d['machine']['cores']}",
 }
 

@@ -379,7 +379,7 @@ def _position(body: Sequence[ast.stmt], original: ast.stmt | None, rng: random.R
         return rng.choice(_anchors(body) or [len(body)])
     at = next(index for index, node in enumerate(body) if node is original)
     if rng.random() < 0.5:
-        return at  # right before: the original's decorators see what they see
+        return at  # right before it, where its decorators find the names the original's do
     return rng.choice([anchor for anchor in _anchors(body) if anchor > at])
 
 
