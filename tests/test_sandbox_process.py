@@ -15,6 +15,7 @@ import fractions
 import inspect
 import math
 import pathlib
+import re
 import sys
 import time
 import uuid
@@ -736,6 +737,151 @@ def test_a_judge_object_that_cannot_cross_makes_comparisons_fall_back(connected:
     assert (box == Local()) is False
     with pytest.raises(proxies.IsolationError, match="cannot pass a judge object"):
         things.Box(Local())
+
+
+FORGER = """import gc
+
+wire = __import__("sys").modules["_ldd_wire"]
+
+
+def _peer():
+    return next(o for o in gc.get_objects() if type(o).__name__ == "Peer")
+
+
+def forge_answer(value):
+    \"\"\"The answer after this call's own carries ``value`` instead of the real one.\"\"\"
+    peer = _peer()
+    original = peer.encoder.encode
+    answers = []
+
+    def encode(message):
+        if type(message) is tuple and message and message[0] == "r":
+            answers.append(message)
+            if len(answers) == 2:
+                peer.encoder.encode = original
+                return original(("r", message[1], value))
+        return original(message)
+
+    peer.encoder.encode = encode
+
+
+def forge_class(special):
+    \"\"\"The next class record the subject sends lists ``special`` as its special methods.\"\"\"
+    subject = next(o for o in gc.get_objects() if type(o).__name__ == "Subject")
+    original = subject.class_records
+
+    def class_records(cls):
+        records = original(cls)
+        subject.class_records = original
+        return tuple((n, (*raw[:3], special, *raw[4:])) for n, raw in records)
+
+    subject.class_records = class_records
+
+
+class Box:
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __len__(self):
+        return len(self.items)
+
+    def __hash__(self):
+        return 7
+
+
+def fill(items):
+    items.append(1)
+    return None
+
+
+class Fresh:
+    pass
+"""
+
+
+@pytest.fixture
+def forger(tmp_path: Path) -> Any:
+    """A subject whose workspace can forge its next answer (``forger.py``)."""
+    import time
+
+    ws = _write(tmp_path / "ws", {"forger.py": FORGER})
+    here = Path(proxies.__file__).parent
+    connection = proxies.Connection.start(
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        cwd=str(ws),
+        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
+        pythonpath=[str(ws)],
+        deadline=time.monotonic() + 60,
+    )
+    assert connection.hello() is None
+    finder = proxies.WorkspaceFinder([str(ws)])
+    previous = proxies._CONNECTION
+    proxies._CONNECTION = connection
+    sys.meta_path.append(finder)
+    try:
+        yield connection
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop("forger", None)
+        proxies._CONNECTION = previous
+        connection.close()
+
+
+@pytest.mark.parametrize(
+    ("use", "forged", "reason"),
+    [
+        (len, "three", "answered len() with str"),
+        (len, True, "answered len() with bool"),
+        (hash, 1.5, "answered hash() with float"),
+        (hash, None, "answered hash() with NoneType"),
+    ],
+)
+def test_a_forged_answer_to_len_or_hash_ends_the_subject(
+    forger: Any, use: Any, forged: Any, reason: str
+) -> None:
+    import forger as ws  # type: ignore[import-not-found]
+
+    box = ws.Box([1, 2, 3])
+    assert use(box) == (3 if use is len else 7)  # the honest answers first
+    ws.forge_answer(forged)
+    with pytest.raises(proxies.SubjectError, match=re.escape(reason)):
+        use(box)
+    assert forger.broken is not None
+    with pytest.raises(proxies.SubjectError, match="the subject is gone"):
+        len(box)
+
+
+def test_a_class_record_with_unknown_special_methods_ends_the_subject(forger: Any) -> None:
+    import forger as ws
+
+    ws.forge_class(("__len__", "__getattribute__"))
+    with pytest.raises(proxies.SubjectError, match="unknown special methods"):
+        ws.Fresh()
+    assert forger.broken is not None
+
+
+@pytest.mark.parametrize(
+    ("forged", "reason"),
+    [
+        ((None, ("not a list",)), "changed the type of an argument"),
+        ((None, ([1], [2])), "wrong arguments"),
+        ((None, [[1]]), "wrong shape"),
+        ("no tuple", "wrong shape"),
+    ],
+)
+def test_a_forged_update_of_an_argument_ends_the_subject(
+    forger: Any, forged: Any, reason: str
+) -> None:
+    import forger as ws
+
+    items: list[int] = []
+    fill = ws.fill
+    fill(items)
+    assert items == [1]  # the honest update first
+    ws.forge_answer(forged)
+    with pytest.raises(proxies.SubjectError, match=reason):
+        fill(items)
+    assert items == [1]  # nothing of the forged state reached the test's list
 
 
 def test_released_handles_are_dropped_by_the_subject(connected: Any) -> None:
