@@ -628,11 +628,35 @@ def test_a_subject_interpreter_that_cannot_serve_is_a_setup_error(
 # -- proxies, up close ---------------------------------------------------------------
 
 
+def _serving(ws: Path, module: str) -> Any:
+    """Serve ``ws`` from a subject to this process, the judge's side installed, until closed."""
+    import time
+
+    here = Path(proxies.__file__).parent
+    connection = proxies.Connection.start(
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        cwd=str(ws),
+        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
+        pythonpath=[str(ws)],
+        deadline=time.monotonic() + 60,
+    )
+    assert connection.hello() is None
+    finder = proxies.WorkspaceFinder([str(ws)])
+    previous = proxies._CONNECTION
+    proxies._CONNECTION = connection
+    sys.meta_path.append(finder)
+    try:
+        yield connection
+    finally:
+        sys.meta_path.remove(finder)
+        sys.modules.pop(module, None)
+        proxies._CONNECTION = previous
+        connection.close()
+
+
 @pytest.fixture
 def connected(tmp_path: Path) -> Any:
     """A subject serving ``tmp_path/ws`` to this process, the judge's side installed."""
-    import time
-
     ws = _write(
         tmp_path / "ws",
         {
@@ -653,26 +677,7 @@ def connected(tmp_path: Path) -> Any:
             )
         },
     )
-    here = Path(proxies.__file__).parent
-    connection = proxies.Connection.start(
-        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
-        cwd=str(ws),
-        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
-        pythonpath=[str(ws)],
-        deadline=time.monotonic() + 60,
-    )
-    assert connection.hello() is None
-    finder = proxies.WorkspaceFinder([str(ws)])
-    previous = proxies._CONNECTION
-    proxies._CONNECTION = connection
-    sys.meta_path.append(finder)
-    try:
-        yield connection
-    finally:
-        sys.meta_path.remove(finder)
-        sys.modules.pop("things", None)
-        proxies._CONNECTION = previous
-        connection.close()
+    yield from _serving(ws, "things")
 
 
 def test_a_proxy_has_exactly_the_special_methods_of_its_remote_type(connected: Any) -> None:
@@ -802,29 +807,8 @@ class Fresh:
 @pytest.fixture
 def forger(tmp_path: Path) -> Any:
     """A subject whose workspace can forge its next answer (``forger.py``)."""
-    import time
-
     ws = _write(tmp_path / "ws", {"forger.py": FORGER})
-    here = Path(proxies.__file__).parent
-    connection = proxies.Connection.start(
-        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
-        cwd=str(ws),
-        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
-        pythonpath=[str(ws)],
-        deadline=time.monotonic() + 60,
-    )
-    assert connection.hello() is None
-    finder = proxies.WorkspaceFinder([str(ws)])
-    previous = proxies._CONNECTION
-    proxies._CONNECTION = connection
-    sys.meta_path.append(finder)
-    try:
-        yield connection
-    finally:
-        sys.meta_path.remove(finder)
-        sys.modules.pop("forger", None)
-        proxies._CONNECTION = previous
-        connection.close()
+    yield from _serving(ws, "forger")
 
 
 @pytest.mark.parametrize(
