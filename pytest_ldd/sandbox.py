@@ -47,7 +47,7 @@ from pytest_ldd._sandbox.staging import (
 )
 from pytest_ldd.errors import LddWarning, SandboxError
 
-__all__ = ["HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
+__all__ = ["CONFINEMENTS", "HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
 
 _RUNNER = Path(__file__).with_name("_sandbox") / "runner.py"
 # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
@@ -58,6 +58,9 @@ _KEY_BYTES = 32
 # What the sandbox staged and the run must leave as it was.
 _STAGED = ("suite", "runner")
 _SANDBOX_FIELD = "{sandbox}"
+# How the kernel confined the process that ran the workspace's code: by Linux Landlock,
+# or not at all (an older kernel, another system).
+CONFINEMENTS = ("landlock", "none")
 # The checks after the run (of what it left behind) get this long beyond the timeout.
 POST_RUN_GRACE_S = 10.0
 
@@ -69,21 +72,28 @@ class Verdict:
 
     ``outcomes`` maps each hidden test id, relative to the hidden tests' folder
     (``"test_math.py::test_add"``), to ``"passed"``, ``"failed"``, ``"error"`` or
-    ``"skipped"``; canary tests are not in it.  ``passed`` is True only for a clean
-    run in which every hidden test passed; ``tampered`` is True where the evidence
-    says the run was manipulated (a tampered run never passes).  ``reason`` says why
-    in words, ``output_tail`` is the end of the test process's output.
+    ``"skipped"``; canary tests are not in it.  A verdict gives one of three honest
+    answers: ``passed`` (a clean run in which every hidden test passed); failed (the
+    workspace is wrong, or ``tampered`` -- the evidence proves the run was
+    manipulated); or ``inconclusive`` (the grader could not grade: its own fault, or a
+    limit of the isolation), which is neither a pass nor a failure of the workspace.
+    ``confinement`` names how the kernel confined the process that ran the
+    workspace's code (one of :data:`CONFINEMENTS`; ``"none"`` where it could not).
+    ``reason`` says why in words, ``output_tail`` is the end of the test process's
+    output.
     """
 
     passed: bool
     outcomes: Mapping[str, str] = field(hash=False)
     tampered: bool
+    inconclusive: bool
+    confinement: str
     reason: str
     duration_s: float
     output_tail: str = field(default="", repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("passed", "tampered"):
+        for name in ("passed", "tampered", "inconclusive"):
             if not isinstance(getattr(self, name), bool):
                 msg = f"Verdict {name!r} must be a bool (got {getattr(self, name)!r})"
                 raise SandboxError(msg)
@@ -97,6 +107,18 @@ class Verdict:
                 raise SandboxError(msg)
         if self.passed and self.tampered:
             msg = "Verdict 'passed' must be False when 'tampered' is True (got both True)"
+            raise SandboxError(msg)
+        if self.inconclusive and (self.passed or self.tampered):
+            msg = (
+                "Verdict 'inconclusive' must be False when 'passed' or 'tampered' is True"
+                f" (got passed={self.passed}, tampered={self.tampered})"
+            )
+            raise SandboxError(msg)
+        if self.confinement not in CONFINEMENTS:
+            msg = (
+                f"Verdict 'confinement' must be one of {list(CONFINEMENTS)}"
+                f" (got {self.confinement!r})"
+            )
             raise SandboxError(msg)
         if self.passed and (not outcomes or set(outcomes.values()) != {"passed"}):
             msg = f"Verdict 'passed' needs every outcome 'passed' (got {outcomes!r})"
@@ -419,7 +441,7 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
     except Exception as exc:  # the agent wrote the workspace: a verdict, never a crash
         refused = f"the workspace cannot be copied: {type(exc).__name__}: {str(exc)[:300]}"
     if refused is not None:
-        return Verdict(False, {}, False, refused, time.monotonic() - started)
+        return Verdict(False, {}, False, False, "none", refused, time.monotonic() - started)
     try:
         staged = _stage(root, copy, hidden, options)
     except SandboxError:
@@ -449,7 +471,9 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
         raise
     except Exception as exc:  # what the run left made the grader fail: a verdict, not a crash
         reason = f"the run could not be graded: {type(exc).__name__}: {str(exc)[:300]}"
-        return Verdict(False, {}, False, reason, time.monotonic() - started, run.output_tail)
+        return Verdict(
+            False, {}, False, True, "none", reason, time.monotonic() - started, run.output_tail
+        )
 
 
 def _grade(
@@ -481,6 +505,8 @@ def _grade(
         passed=judgement.passed,
         outcomes=judgement.outcomes,
         tampered=judgement.tampered,
+        inconclusive=judgement.inconclusive,
+        confinement="none",
         reason=judgement.reason,
         duration_s=time.monotonic() - started,
         output_tail=run.output_tail,

@@ -441,7 +441,9 @@ def test_rlimits_derive_cpu_from_the_timeout_and_skip_nproc_for_root() -> None:
 
 def test_verdict_is_frozen_and_keeps_an_immutable_copy() -> None:
     outcomes = {"t.py::a": "failed"}
-    verdict = Verdict(False, outcomes, False, "1 of 1 hidden tests did not pass", 0.5)
+    verdict = Verdict(
+        False, outcomes, False, False, "none", "1 of 1 hidden tests did not pass", 0.5
+    )
     outcomes["t.py::b"] = "passed"
     assert dict(verdict.outcomes) == {"t.py::a": "failed"}
     with pytest.raises(TypeError):
@@ -455,12 +457,16 @@ def test_verdict_is_frozen_and_keeps_an_immutable_copy() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        ((True, {"a": "passed"}, True, "", 0.0), "'passed' must be False when 'tampered'"),
-        ((True, {"a": "failed"}, False, "", 0.0), "'passed' needs every outcome 'passed'"),
-        ((True, {}, False, "", 0.0), "'passed' needs every outcome 'passed'"),
-        ((False, {"a": "weird"}, False, "", 0.0), "'outcomes' must map test ids to one of"),
-        ((False, {}, False, "", -1.0), "'duration_s' must be a finite number >= 0"),
-        ((1, {}, False, "", 0.0), "'passed' must be a bool"),
+        ((True, {"a": "passed"}, True, False, "none", "", 0.0), "'passed' must be False when"),
+        ((True, {"a": "failed"}, False, False, "none", "", 0.0), "'passed' needs every outcome"),
+        ((True, {}, False, False, "none", "", 0.0), "'passed' needs every outcome 'passed'"),
+        ((False, {"a": "weird"}, False, False, "none", "", 0.0), "'outcomes' must map test ids"),
+        ((False, {}, False, False, "none", "", -1.0), "'duration_s' must be a finite number"),
+        ((1, {}, False, False, "none", "", 0.0), "'passed' must be a bool"),
+        ((False, {}, False, 1, "none", "", 0.0), "'inconclusive' must be a bool"),
+        ((True, {"a": "passed"}, False, True, "none", "", 0.0), "'inconclusive' must be False"),
+        ((False, {}, True, True, "none", "", 0.0), "'inconclusive' must be False when"),
+        ((False, {}, False, False, "seccomp", "", 0.0), "'confinement' must be one of"),
     ],
 )
 def test_verdict_rejects_impossible_values(args: tuple[object, ...], message: str) -> None:

@@ -33,6 +33,7 @@ class Judgement:
     outcomes: dict[str, str]
     tampered: bool
     reason: str
+    inconclusive: bool = False
 
 
 @dataclass(slots=True)
