@@ -636,7 +636,9 @@ def _serving(ws: Path, module: str) -> Any:
     connection = proxies.Connection.start(
         [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
         cwd=str(ws),
-        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
+        sources={
+            name: (here / f"{name}.py").read_bytes() for name in ("confinement", "wire", "subject")
+        },
         pythonpath=[str(ws)],
         deadline=time.monotonic() + 60,
     )
