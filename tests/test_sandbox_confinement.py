@@ -15,10 +15,12 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -40,6 +42,7 @@ from pytest_ldd.sandbox import hidden_tests, run_hidden_tests
 
 ABI, WHY = abi_version()
 MODULE = Path(confinement.__file__)
+SECURITY_DOC = Path(__file__).parent.parent / "docs" / "security.md"
 ON_CI_LINUX = os.environ.get("CI") == "true" and sys.platform.startswith("linux")
 
 
@@ -744,3 +747,47 @@ def test_the_judge_never_imports_the_workspace_even_when_a_test_puts_it_on_sys_p
     assert "the workspace's process can write there" in verdict.output_tail
     assert not verdict.tampered
 
+
+# -- the bubblewrap recipe of docs/security.md, an extra layer -------------------------------
+
+
+def _recipe() -> str:
+    blocks = re.findall(r"```python\n(.*?)```", SECURITY_DOC.read_text(encoding="utf-8"), re.S)
+    (block,) = [block for block in blocks if '"--unshare-all"' in block]
+    return block
+
+
+def test_the_bubblewrap_recipe_runs_from_a_venv_under_the_temporary_folder(
+    tmp_path: Path,
+) -> None:
+    """The recipe keeps the interpreter visible wherever it lives (a newcomer's venv
+    under /tmp was hidden by a tmpfs over the temporary folder)."""
+    if shutil.which("bwrap") is None:
+        if ON_CI_LINUX:
+            pytest.fail("CI installs bubblewrap (.ci/run): the recipe must be tested there")
+        pytest.skip("bubblewrap is not installed")
+    venv = Path(tempfile.mkdtemp(prefix="ldd-newcomer-venv-"))
+    try:
+        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+        site_dir = next((venv / "lib").glob("python*/site-packages"))
+        # This interpreter's packages (pytest, pytest-ldd), as an install would bring them.
+        purelib = sysconfig.get_paths()["purelib"]
+        (site_dir / "packages.pth").write_text(f"import site; site.addsitedir({purelib!r})\n")
+        script = _recipe() + (
+            "\nassert bwrap, 'bubblewrap is installed'"
+            "\nassert sys.prefix.startswith(tempfile.gettempdir()), sys.prefix"
+            "\nprint(verdict.confinement, verdict.reason)\n"
+        )
+        done = subprocess.run(
+            [str(venv / "bin" / "python"), "-c", script],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            check=False,
+        )
+    finally:
+        shutil.rmtree(venv, ignore_errors=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    expected = "landlock" if ABI else "none"
+    assert done.stdout.startswith(f"{expected} all 1 hidden tests passed"), done.stdout
