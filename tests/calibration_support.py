@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pytest_ldd.calibrator import Calibrator
-from pytest_ldd.metric import Metric, bounded_rate, positive_count
-from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.calibration.calibrator import Calibrator
+from pytest_ldd.calibration.registry import MetricRegistry
+from pytest_ldd.model.metric import Metric, bounded_rate, positive_count
 from pytest_ldd.store.files import TraceStore
 
 TIMESTAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
@@ -32,7 +32,7 @@ def log_errors(cal: Calibrator, name: str, errors: list[float]) -> None:
 def recording_context(registry: MetricRegistry, *, ship_specs: bool = False) -> Any:
     """A recording session's context on ``registry`` (as the plugin makes one)."""
     from pytest_ldd.config import LddConfig
-    from pytest_ldd.recording import RunContext
+    from pytest_ldd.plugin.recording import RunContext
 
     return RunContext(
         registry=registry,

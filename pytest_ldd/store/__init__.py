@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, Protocol
 
 from pytest_ldd.errors import InvalidSpecError
-from pytest_ldd.records import PairError
+from pytest_ldd.model.records import PairError
 
 __all__ = [
     "BACKENDS",
@@ -79,7 +79,7 @@ class Cursor(Protocol):
 
 
 #: One step of :meth:`Store.read_pairs`: ``(begin, errors, end)``, the pairs stored
-#: between the positions ``begin`` and ``end`` as :data:`pytest_ldd.records.PairError`
+#: between the positions ``begin`` and ``end`` as :data:`pytest_ldd.model.records.PairError`
 #: tuples (possibly none: a skipped line still moves the position).
 PairRead = tuple[Cursor, Sequence[PairError], Cursor]
 
@@ -136,13 +136,13 @@ class Store(Protocol):
     # -- the logs
 
     def append_pairs(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> None:
-        """Append pairs (the dicts of :class:`~pytest_ldd.records.CalibrationRecord`)."""
+        """Append pairs (the dicts of :class:`~pytest_ldd.model.records.CalibrationRecord`)."""
         ...
 
     def append_observations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
     ) -> None:
-        """Append observations (the dicts of :class:`~pytest_ldd.records.ObservationRecord`)."""
+        """Append observations (dicts of :class:`~pytest_ldd.model.records.ObservationRecord`)."""
         ...
 
     def append_sessions(
@@ -159,8 +159,8 @@ class Store(Protocol):
     ) -> None:
         """Append observations and pairs already encoded as JSON text, in one write.
 
-        The texts come from :func:`pytest_ldd.records.observation_text` and
-        :func:`~pytest_ldd.records.pair_text`; ``errors`` (one per pair, or None)
+        The texts come from :func:`pytest_ldd.model.records.observation_text` and
+        :func:`~pytest_ldd.model.records.pair_text`; ``errors`` (one per pair, or None)
         says what the pairs count, so a backend may count its own appends without
         reading them back.
         """

@@ -39,7 +39,7 @@ from pytest_ldd.errors import (
     LddWarning,
     StoreCorruptError,
 )
-from pytest_ldd.records import (
+from pytest_ldd.model.records import (
     PairError,
     RawPair,
     check_line,
@@ -521,7 +521,7 @@ class TraceStore:
         """Append lines already encoded as JSON text, under one lock; the end offsets.
 
         Each text must be one JSON object without a newline, as the line builders
-        of :mod:`pytest_ldd.records` make them: the plugin flushes a test's
+        of :mod:`pytest_ldd.model.records` make them: the plugin flushes a test's
         observations and pairs this way, validated when they were observed.
         """
         encoded = [

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, StoreCorruptError
-from pytest_ldd.records import PairError, check_pair_line, encode_records
+from pytest_ldd.model.records import PairError, check_pair_line, encode_records
 from pytest_ldd.store import Cursor, LogName, PairRead, check_project_key, masked
 from pytest_ldd.store.files import _check_metrics_shape, _metrics_text, _reject_constant
 
