@@ -5,7 +5,9 @@ its ``conftest.py`` files, not its pytest configuration, not what it prints.  Ea
 run copies the workspace and the hidden tests into a fresh folder of its own, runs
 only the hidden tests (with canary tests planted among them: a twin of each hidden
 test with perturbed expected values, and two templates per file) in an isolated
-interpreter under resource limits, and takes the results from an authenticated pipe
+interpreter under resource limits, confined by the kernel (Linux Landlock) so that it
+writes only its own copies and reads nothing it should not, and takes the results from
+an authenticated pipe
 of the parent's, cross-checked against the exit code, the expected test ids, the
 canaries and the staged files, which it checks (and then removes) treating what the
 run left behind as hostile.  See ``docs/security.md`` for the threat model.
@@ -156,7 +158,7 @@ class _Options:
     pythonpath: tuple[str, ...] = (".",)
     plugins: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
-    isolation: str = "process"
+    isolation: str = "inprocess"
     confinement: str = "auto"
 
     @classmethod
@@ -169,7 +171,7 @@ class _Options:
         pythonpath: Sequence[str] = (".",),
         plugins: Sequence[str] = (),
         limits: Limits | None = None,
-        isolation: str = "process",
+        isolation: str = "inprocess",
         confinement: str = "auto",
     ) -> _Options:
         if (
@@ -309,7 +311,7 @@ def run_hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
-    isolation: str = "process",
+    isolation: str = "inprocess",
     confinement: str = "auto",
 ) -> Verdict:
     """Run the hidden ``tests`` against a fresh copy of ``workspace``; return the verdict.
@@ -323,7 +325,11 @@ def run_hidden_tests(
     ``HOME`` or the temporary folder).  ``pythonpath``
     lists folders of the workspace put on ``sys.path``, as pytest's own ``pythonpath``
     setting would.  ``plugins`` names trusted pytest plugins the hidden tests need
-    (plugin autoload is off).  ``confinement`` says how the process that runs the
+    (plugin autoload is off).  ``isolation`` is ``"inprocess"`` (the hidden tests and
+    the workspace share one confined interpreter: full pytest fidelity) or
+    ``"process"`` (pytest runs in a judge process that never runs workspace code, the
+    workspace in a subject process it talks to: for function-level tasks whose
+    results are data).  ``confinement`` says how the process that runs the
     workspace's code is confined by the kernel: ``"auto"`` (Linux Landlock where the
     kernel has it, else none, stated in the verdict), ``"landlock"`` (required: a
     kernel without it is a :class:`SandboxError`, a run that could not apply it is
@@ -682,7 +688,7 @@ def hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
-    isolation: str = "process",
+    isolation: str = "inprocess",
     confinement: str = "auto",
 ) -> HiddenTests:
     """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.

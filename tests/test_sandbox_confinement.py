@@ -395,6 +395,8 @@ def attempt(kind, target):
                 handle.write("x")
         elif kind == "signal":
             os.kill(os.getppid() if target == "parent" else int(target), 0)
+        elif kind == "memory":  # what a debugger opens to read a process's memory
+            os.close(os.open(f"/proc/{os.getppid()}/mem", os.O_RDONLY))
         elif kind == "connect":
             socket.socket(socket.AF_UNIX).connect("\\0" + target)
     except OSError as exc:
@@ -435,6 +437,12 @@ def test_the_grader_and_the_parent():
     assert attempt("connect", os.environ["LDD_PROBE_ABSTRACT"]) == EXPECT["signal"]
 
 
+def test_the_parents_memory():
+    found = attempt("memory", "parent")
+    if EXPECT["memory"] is not None:  # unconfined and not root: up to the kernel's rules
+        assert found == EXPECT["memory"]
+
+
 def test_its_own_folders():
     for folder in (os.getcwd(), os.environ["HOME"], os.environ["TMPDIR"]):
         assert attempt("write", os.path.join(folder, "mine.txt")) == "allowed"
@@ -459,6 +467,8 @@ for isolation in ("inprocess", "process"):
             "read_staged": "denied" if confined and isolation == "process" else "allowed",
             "write_staged": "denied" if confined else "allowed",
             "signal": "denied" if confined and args["scoped"] else "allowed",
+            # Landlock denies tracing a process outside the domain, root's included.
+            "memory": "denied" if confined else "allowed" if os.geteuid() == 0 else None,
         }
         env = {
             "LDD_PROBE_EXPECT": json.dumps(expect),
@@ -513,7 +523,7 @@ def test_the_workspace_process_is_denied_in_both_isolations(
         # suite is then found after the run, as tampering).
         detail = f"{name}: {verdict['reason']}\n{verdict['tail']}"
         assert set(verdict["outcomes"].values()) == {"passed"}, detail
-        assert len(verdict["outcomes"]) == 5, detail
+        assert len(verdict["outcomes"]) == 6, detail
         if name.endswith("auto"):
             assert verdict["passed"], detail
             assert verdict["confinement"] == "landlock"
