@@ -280,14 +280,14 @@ def plan(
             return  # deeper than any real tree: nothing of it is granted
         try:
             with os.scandir(path) as listing:
-                entries = sorted(entry.name for entry in listing)
+                entries = sorted((entry.name, entry.is_symlink()) for entry in listing)
         except OSError:
             return
-        for name in entries:
-            child = os.path.join(path, name)
+        for name, link in entries:
+            child = os.path.join(path, name)  # real already, unless it is a link
             if child in denied:
                 continue
-            target = _real(child)
+            target = _real(child) if link else child
             if target is not None:
                 grant(target, kind, depth + 1)
 
