@@ -34,7 +34,6 @@ from __future__ import annotations
 import ctypes
 import errno
 import os
-import platform
 import stat
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -152,7 +151,7 @@ def _libc() -> Any:
     if not sys.platform.startswith("linux"):
         msg = f"Landlock is a Linux facility (this system is {sys.platform!r})"
         raise _Unavailable(msg)
-    machine = platform.machine().lower()
+    machine = os.uname().machine.lower()
     if machine not in _ARCHITECTURES:
         msg = f"the Landlock system call numbers of {machine!r} are not known here"
         raise _Unavailable(msg)
