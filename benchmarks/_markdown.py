@@ -173,7 +173,9 @@ def _confinement(doc: dict[str, Any]) -> str:
     return (
         f"confined {confinement['confined_median_s']:.2f} s, unconfined "
         f"{confinement['unconfined_median_s']:.2f} s for the {confinement['demo_tasks']} "
-        f"tasks in-process (in process isolation {confinement['process_ratio']:.2f}x); "
+        f"tasks in-process, CPU time of the test processes "
+        f"{confinement['cpu_ratio']:.2f}x (in process isolation "
+        f"{confinement['process_ratio']:.2f}x); "
         f"planning and applying the allow-list {confinement['apply_median_ms']:.1f} ms "
         f"per run"
     )
