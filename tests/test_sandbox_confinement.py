@@ -801,3 +801,28 @@ def test_the_bubblewrap_recipe_runs_from_a_venv_under_the_temporary_folder(
     assert done.returncode == 0, done.stderr[-3000:]
     expected = "landlock" if ABI else "none"
     assert done.stdout.startswith(f"{expected} all 1 hidden tests passed"), done.stdout
+
+
+def test_the_judges_sys_path_holds_no_folder_the_subject_can_write(tmp_path: Path) -> None:
+    """pytest's default import mode inserts test folders and package roots; in process
+    isolation all of them lie in the staged suite, which the subject cannot write."""
+    workspace = write_tree(tmp_path / "ws", {"calc.py": "def one():\n    return 1\n"})
+    hidden = write_tree(
+        tmp_path / "hidden",
+        {
+            "tests/__init__.py": "",
+            "tests/test_path.py": (
+                "import os\nimport sys\nfrom pathlib import Path\n\nfrom calc import one\n\n\n"
+                "def test_path():\n"
+                "    root = Path.cwd().parents[1].resolve()\n"
+                "    staged = root / 'suite'\n"
+                "    ours = [Path(p).resolve() for p in sys.path if p and os.path.isabs(p)]\n"
+                "    ours = [p for p in ours if p.is_relative_to(root)]\n"
+                "    assert ours, sys.path\n"
+                "    assert [p for p in ours if not p.is_relative_to(staged)] == []\n"
+                "    assert one() == 1\n"
+            ),
+        },
+    )
+    verdict = run_hidden_tests(workspace, hidden, isolation="process")
+    assert verdict.passed, verdict.reason + verdict.output_tail[-3000:]

@@ -104,6 +104,7 @@ REQUIRED = {
     "signed_deep_record",
     # confinement and the integrity of the hidden tests at import
     "neutered_then_restored",
+    "helper_swapped_then_restored",
     "original_hidden_reader",
 }
 
