@@ -1288,8 +1288,7 @@ class LddSession:
                     continue
                 try:
                     doc = report.build_report(
-                        self.ctx.registry, self.ctx.calibrator, session=self.document,
-                        budget=budget,
+                        self.ctx.registry, session=self.document, budget=budget
                     )
                 except LddError as exc:
                     self._fail_session(session, f"cannot build the report: {exc}")

@@ -499,13 +499,10 @@ def test_own_pairs_from_memory_equal_a_full_read(tmp_path: Path) -> None:
     assert cal.stats("a") == cal.recompute("a")
 
 
-def test_past_the_memory_cap_own_pairs_are_read_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import pytest_ldd.store.files
-
-    monkeypatch.setattr(pytest_ldd.store.files, "_MAX_REMEMBERED_LINES", 3)
-    registry = MetricRegistry(TraceStore(tmp_path))
+def test_past_the_memory_cap_own_pairs_are_read_back(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.appender.remembered = 3
+    registry = MetricRegistry(store)
     registry.register(rate())
     cal = Calibrator(registry)
     log_errors(cal, "pass_rate", [0.1, 0.2, 0.3])
