@@ -33,7 +33,7 @@ def log_errors(cal: Calibrator, name: str, errors: list[float]) -> None:
 def recording_context(registry: MetricRegistry, *, ship_specs: bool = False) -> Any:
     """A recording session's context on ``registry`` (as the plugin makes one)."""
     from pytest_ldd.config import LddConfig
-    from pytest_ldd.plugin.recording import RunContext
+    from pytest_ldd.plugin.recorder import RunContext
 
     return RunContext(
         registry=registry,

@@ -14,7 +14,6 @@ from calibration_support import (
     log_errors,
     rate,
     re_match,
-    recording_context,
     snapshot,
 )
 
@@ -535,29 +534,3 @@ def test_only_changed_histograms_are_packed_again(tmp_path: Path) -> None:
     final = Calibrator(MetricRegistry(TraceStore(tmp_path)))
     assert final.stats("a").p95_error == final.recompute("a").p95_error == pytest.approx(0.9)
     assert final.verify() == []
-
-
-def test_a_recording_session_syncs_its_logs_before_metrics_json_counts_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger, TestRecorder
-
-    registry = MetricRegistry(TraceStore(tmp_path))
-    registry.register(rate())
-    ctx = recording_context(registry)
-    ledger = SessionLedger(ctx)
-    recorder = TestRecorder(ctx, "test_a.py::test_a")
-    recorder.observe("pass_rate", 0.5, 0.5)
-    ledger.consume(recorder.take_payload() or {})
-    store = registry.store
-    events: list[str] = []
-    real_sync, real_write = store.sync, store.replace_registry
-    monkeypatch.setattr(
-        store, "sync", lambda paths=None: events.append("sync") or real_sync(paths)
-    )
-    monkeypatch.setattr(
-        store, "replace_registry", lambda doc: events.append("write") or real_write(doc)
-    )
-    ledger.finish()
-    assert events == ["sync", "write"]
-    assert Calibrator(MetricRegistry(TraceStore(tmp_path))).stats("pass_rate").n == 1

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,6 @@ from calibration_support import (
     latency,
     log_errors,
     rate,
-    recording_context,
     snapshot,
 )
 
@@ -332,69 +329,6 @@ def test_two_registries_on_one_store(store: TraceStore) -> None:
     assert one.state("pass_rate").state == "insufficient_data"
     assert cal_one.stats("pass_rate").n == 0
     assert cal_one.verify() == []
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"), [("{not json", "not valid JSON"), ("[1, 2]", "not an object")]
-)
-def test_a_malformed_worker_payload_is_a_clear_error(
-    tmp_path: Path, text: str, expected: str
-) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger
-
-    registry = MetricRegistry(TraceStore(tmp_path))
-    ctx = recording_context(registry)
-    with pytest.raises(InvalidObservationError, match=expected):
-        SessionLedger(ctx).consume(text)
-    assert not registry.store.exists()
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ('{"counts": [1]}', "'counts' must map"),
-        ('{"counts": {"x": [1]}}', "'counts' must map"),
-        ('{"lines": [1, 0]}\nnot json', "'observations' must be JSON objects"),
-        ('{"lines": [0, 1]}\n{"a": 1} x', "'pairs' must be JSON objects"),
-        ('{"lines": [0, 1]}', "'lines' says [0, 1] but 0 lines follow"),
-        ('{"lines": [1, 0]}\n{"a": 1}\n{"b": 2}', "'lines' says [1, 0] but 2 lines"),
-        ('{"lines": "2"}\n{"a": 1}', "'lines' says '2'"),
-        ('{"errors": [["m", 1]]}', "'errors' must be a list"),
-        ('{"breaches": [{"value": 1}]}', "'breaches' is malformed"),
-        ('{"history": "x"}', "'history' is malformed"),
-    ],
-)
-def test_a_worker_payload_of_another_shape_writes_nothing(
-    tmp_path: Path, text: str, expected: str
-) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger
-
-    registry = MetricRegistry(TraceStore(tmp_path))
-    ctx = recording_context(registry)
-    with pytest.raises(InvalidObservationError, match=re.escape(expected)) as info:
-        SessionLedger(ctx).consume(text)
-    assert "same version" in str(info.value)
-    assert not registry.store.exists()
-
-
-def test_a_payload_survives_its_trip_as_text(tmp_path: Path) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger, TestRecorder, payload_text
-
-    def session(folder: Path, as_text: bool) -> dict[str, bytes]:
-        registry = MetricRegistry(TraceStore(folder))
-        registry.register(latency())
-        ctx = recording_context(registry, ship_specs=True)
-        recorder, ledger = TestRecorder(ctx, "t.py::t"), SessionLedger(ctx)
-        recorder.observe("latency", math.inf, 3)
-        recorder.observe("latency", 7)
-        payload = recorder.take_payload()
-        assert payload is not None
-        ledger.consume(payload_text(payload) if as_text else payload)
-        assert (ledger.observations, ledger.pairs) == (2, 1)
-        store = registry.store
-        return {p.name: p.read_bytes() for p in (store.observations_path, store.calibrations_path)}
-
-    assert session(tmp_path / "text", True) == session(tmp_path / "dict", False)
 
 
 # -- accessor fingerprints -----------------------------------------------------------
