@@ -483,3 +483,21 @@ def test_positions_are_stored_in_the_keys_of_metrics_json(tmp_path: Path) -> Non
         store.position_from_json({**doc, "log_offset": -1})
     with pytest.raises(TypeError, match="LogCursor"):
         store.position_json(3, LogCursor())  # type: ignore[arg-type]
+
+
+def test_a_process_that_used_many_stores_keeps_none_of_their_files_open(
+    tmp_path: Path,
+) -> None:
+    def open_files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def use(index: int) -> None:
+        store = TraceStore(tmp_path / f"project{index}")
+        store.append_sessions([{"id": index}])
+        store.write_metrics(EMPTY_DOC)
+
+    use(0)  # whatever a first use opens for good (a module, a cache)
+    before = open_files()
+    for index in range(1, 40):
+        use(index)
+    assert open_files() == before

@@ -109,7 +109,7 @@ class TraceStore:
         self.sessions_path: Path = folder / SESSIONS_FILE
         self.lock_path: Path = folder / LOCK_FILE
         self._lock = FolderLock(folder, self.lock_path, lock_timeout)
-        self.metrics = MetricsFile(self.metrics_path, self.lock)
+        self.metrics = MetricsFile(self.metrics_path, self._lock)
         self.appender = LogAppender()
         self._positions = LogPositions(self.calibrations_path)
 

@@ -9,8 +9,10 @@ and more at exit, paid by every session).
 An OS file lock belongs to an open file, so two handles on the same file in one
 process would block each other: every store of a process shares one
 :class:`ProcessLock` per lock file (:func:`process_lock`), re-entrant and safe
-across threads.  A :class:`FolderLock` is one store's way to it: the folder made on
-first use, a timeout named in the error.
+across threads.  It lives as long as a store uses it: a process that opens many
+stores (a test suite) does not keep a lock file open for each one it ever used.
+A :class:`FolderLock` is one store's way to it: the folder made on first use, a
+timeout named in the error.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import os
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -68,7 +71,7 @@ class ProcessLock:
     The lock file stays open: the plugin takes the lock once per test.
     """
 
-    __slots__ = ("_depth", "_handle", "_ident", "_path", "_thread", "generation")
+    __slots__ = ("__weakref__", "_depth", "_handle", "_ident", "_path", "_thread", "generation")
 
     def __init__(self, path: str) -> None:
         self._path = path
@@ -141,7 +144,8 @@ class ProcessLock:
 
 
 # Keyed by process too: a forked child must not share its parent's open lock file.
-_LOCKS: dict[tuple[int, str], ProcessLock] = {}
+# Weak: a lock (and its open file) goes with the last store that uses it.
+_LOCKS: weakref.WeakValueDictionary[tuple[int, str], ProcessLock] = weakref.WeakValueDictionary()
 _LOCKS_GUARD = threading.Lock()
 
 

@@ -9,24 +9,26 @@ under the store's lock.  The document's shape and text are every backend's
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.errors import StoreCorruptError
 from pytest_ldd.store.document import check_document, document_text, parse_document
 from pytest_ldd.store.files.disk import os_errors, regular, replace_file
 
+if TYPE_CHECKING:
+    from pytest_ldd.store.files.lock import FolderLock
+
 __all__ = ["MetricsFile"]
 
 
 class MetricsFile:
-    """The ``metrics.json`` at ``path``; ``lock`` holds the store's lock for a write."""
+    """The ``metrics.json`` at ``path``; ``lock`` is the store's, held for a write."""
 
     __slots__ = ("lock", "path")
 
-    def __init__(self, path: Path, lock: Callable[[], AbstractContextManager[None]]) -> None:
+    def __init__(self, path: Path, lock: FolderLock) -> None:
         self.path = path
         self.lock = lock
 
@@ -56,6 +58,6 @@ class MetricsFile:
             msg = f"metrics document for {self.path} is not valid JSON: {err}"
             raise StoreCorruptError(msg, path=str(self.path)) from err
         payload = text.encode("utf-8")
-        with self.lock(), os_errors(self.path, "write"):
+        with self.lock.held(), os_errors(self.path, "write"):
             replace_file(self.path, payload, durable=True)
         return payload
