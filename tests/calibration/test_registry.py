@@ -392,3 +392,92 @@ def test_a_spec_without_accessor_has_no_fingerprint(store: TraceStore) -> None:
     MetricRegistry(store).register(_latency(None))
     (state,) = json.loads(store.metrics_path.read_text())["promotions"]
     assert "accessor_fingerprints" not in state
+
+
+# -- the public API the calibrator moves states through --------------------------------
+
+
+def _counting_writes(registry: MetricRegistry) -> list[Any]:
+    writes: list[Any] = []
+    original = registry.store.replace_registry
+
+    def counting(doc: Any) -> bytes:
+        writes.append(doc)
+        return original(doc)
+
+    registry.store.replace_registry = counting  # type: ignore[method-assign]
+    return writes
+
+
+def test_a_transaction_writes_once_and_only_when_something_changed(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register_many([rate("a"), rate("b")])
+    writes = _counting_writes(registry)
+    with registry.transaction():
+        pass
+    assert writes == []
+    with registry.transaction():
+        with registry.transaction():  # nested: still one write, at the outermost end
+            registry.set_state("a", MetricState("a", 1, demoted_at="2026-12-01T08:00:00Z"))
+        registry.extend_history({("b", "t"): [1.0]})
+        assert writes == []
+    assert len(writes) == 1
+    reopened = MetricRegistry(store)
+    assert reopened.history("b", "t") == [1.0]
+
+
+def test_a_transaction_that_raises_writes_nothing(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register(rate("a"))
+    before = store.metrics_path.read_bytes()
+
+    def fail_half_way() -> None:
+        with registry.transaction():
+            registry.extend_history({("a", "t"): [1.0]})
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        fail_half_way()
+    assert store.metrics_path.read_bytes() == before
+
+
+def test_a_read_only_registry_has_no_transaction(store: TraceStore) -> None:
+    registry = MetricRegistry(store, read_only=True)
+    with pytest.raises(LddError, match="read_only=True"), registry.transaction():
+        pass
+    assert not store.exists()
+
+
+def test_a_state_lagging_behind_its_pairs_is_refreshed_before_any_write(
+    store: TraceStore,
+) -> None:
+    # Five pairs counted (by a calibrator's stats, in memory), never evaluated: the
+    # next write of the document re-evaluates the state with the registry's gate,
+    # whoever writes (here a registration, no calibrator involved).
+    registry = MetricRegistry(store)
+    registry.register(rate("a"))
+    log_errors(Calibrator(registry), "a", [0.0] * 5)
+    stats = Calibrator(registry).stats("a")
+    assert (stats.n, registry.state("a").n) == (5, 0)
+    registry.register(rate("b"))
+    assert registry.state("a").is_load_bearing
+    assert MetricRegistry(store).state("a").n == 5
+
+
+def test_a_state_must_be_of_the_registered_version(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register(rate("a", version=2))
+    with pytest.raises(ValueError, match="must be of version 2"):
+        registry.set_state("a", MetricState("a", 1))
+
+
+def test_composites_are_evaluated_after_their_components(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register_many([rate("a"), rate("b"), rate("c")])
+    both = weighted_sum("both", [(rate("a"), 1.0), (rate("b"), 1.0)], description="a and b")
+    registry.register(both)
+    assert registry.evaluation_order(["a"]) == ["a", "both"]
+    assert registry.evaluation_order(["c"]) == ["c"]
+    assert registry.evaluation_order() == ["a", "b", "c", "both"]
+    assert registry.components_load_bearing("c")
+    assert not registry.components_load_bearing("both")
