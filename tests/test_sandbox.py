@@ -1227,8 +1227,9 @@ def test_twins_are_planted_for_tests_with_assertions_that_always_run(tmp_path: P
 def _run_staged(suite_root: Path, workspace: Path) -> dict[str, str]:
     """Run staged hidden tests with plain pytest; outcome per test (setup to call)."""
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "-o",
-         "console_output_style=classic", str(suite_root)],
+        # File order (no pytest-randomly): where a twin stands is what is tested.
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly",
+         "-rA", "-o", "console_output_style=classic", str(suite_root)],
         cwd=workspace, env={**os.environ, "PYTHONPATH": str(workspace)},
         capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
