@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, StoreCorruptError
+from pytest_ldd.model import clock
 from pytest_ldd.model.records import PairError, check_pair_line, encode_records
 from pytest_ldd.store.document import (
     check_document,
@@ -374,7 +375,7 @@ class PostgresStore:
                         conn.execute("SELECT pg_advisory_unlock(%s, %s)", self._lock_key)
 
     def _take_lock(self) -> None:
-        deadline = time.monotonic() + self.lock_timeout
+        deadline = clock.monotonic() + self.lock_timeout
         with self._db("lock") as conn:
             while True:
                 row = conn.execute(
@@ -382,7 +383,7 @@ class PostgresStore:
                 ).fetchone()
                 if row and row[0]:
                     return
-                if time.monotonic() >= deadline:
+                if clock.monotonic() >= deadline:
                     msg = (
                         f"could not lock the store {self.location} within "
                         f"{self.lock_timeout:g} s: another session holds it (a hung "
@@ -475,7 +476,7 @@ class PostgresStore:
         self.ensure_schema()
         with self._guard:
             if not self._pending_tests:
-                self._pending_since = time.monotonic()
+                self._pending_since = clock.monotonic()
                 _PENDING.add(self)
             held_obs, held_pairs, held_errors = self._pending
             held_obs += observations
@@ -484,7 +485,7 @@ class PostgresStore:
             self._pending_tests += 1
             if (
                 self._pending_tests >= FLUSH_TESTS
-                or time.monotonic() - self._pending_since >= FLUSH_SECONDS
+                or clock.monotonic() - self._pending_since >= FLUSH_SECONDS
             ):
                 self.flush()
 
