@@ -27,6 +27,7 @@ def end_session(ldd: LddSession, session: pytest.Session, *, interrupted: bool) 
     ledger, ctx, config = ldd.ledger, ldd.ctx, ldd.config
     if ledger is None or ctx is None or ldd.collect_only or ldd.usage_error is not None:
         return
+    ldd.write_pending()
     with ldd.warnings.kept():
         if ldd.error is None:
             try:

@@ -254,6 +254,26 @@ class LddSession:
         assert self._route is not None
         self._route.route(report)
 
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        """Write the test's records once its whole protocol is over (serial run).
+
+        Outermost (tryfirst): pytest-timeout's wrapper, inside this one, has cancelled
+        the test's timer by then, and pytest-rerunfailures has run every attempt.
+        """
+        try:
+            return (yield)
+        finally:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write the records handed over and not written yet (a serial run's last test)."""
+        route = self._route
+        if route is not None and route.serial:
+            route.write_pending()
+
     # -- end -----------------------------------------------------------------------------
 
     @pytest.hookimpl(wrapper=True)

@@ -530,6 +530,9 @@ def pytest_unconfigure():
 CHEAP = {
     "pytest_ldd",
     "pytest_ldd.errors",
+    # The real clocks, taken as the plugin loads (before a test can fake them).
+    "pytest_ldd.model",
+    "pytest_ldd.model.clock",
     "pytest_ldd.plugin",
     "pytest_ldd.plugin.hookspecs",
     "pytest_ldd.plugin.options",
