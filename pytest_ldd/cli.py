@@ -482,7 +482,7 @@ def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser
         "store; 2 a usage error.",
     )
     parser.add_argument(
-        "--version", action=_VersionAction, help="show the program's version number and exit"
+        "--version", action=_VersionAction, help="show program's version number and exit"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
