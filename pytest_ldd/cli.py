@@ -461,6 +461,156 @@ class _VersionAction(argparse.Action):
         parser.exit()
 
 
+@final
+class _Verb:
+    """One verb (or a command without verbs) of ``ldd``: its texts, arguments and handler.
+
+    ``handler`` names the function of this module that runs the verb (looked up when
+    the parser is built); ``arguments`` are ``(names, options)`` pairs for
+    ``add_argument``; every verb takes the store options (``--project``,
+    ``--ldd-dir``, ``--store``) too.
+    """
+
+    __slots__ = ("arguments", "description", "handler", "help", "name")
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        description: str,
+        handler: str,
+        *arguments: tuple[tuple[str, ...], dict[str, Any]],
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.description = description
+        self.handler = handler
+        self.arguments = arguments
+
+    def add_to(self, parsers: Any, common: argparse.ArgumentParser) -> None:
+        """Add this verb's parser to ``parsers`` (a subparsers action)."""
+        parser = parsers.add_parser(
+            self.name,
+            parents=[common],
+            help=self.help,
+            description=self.description,
+            formatter_class=_Formatter,
+        )
+        for names, options in self.arguments:
+            parser.add_argument(*names, **options)
+        parser.set_defaults(handler=globals()[self.handler])
+
+
+_METRIC_VERBS: Final = (
+    _Verb(
+        "list",
+        "List every registered metric with its kind and state.",
+        "List every registered metric with its kind, unit, version, state and description.",
+        "_cmd_list",
+    ),
+    _Verb(
+        "status",
+        "Show each metric's calibration figures and gate.",
+        "Show each metric's state, number of calibration pairs, MAE, p95 and worst error, "
+        "window MAE and the gate that decides its state.  The figures are the stored "
+        "incremental ones; the log is not re-read.",
+        "_cmd_status",
+        (
+            ("--json",),
+            {
+                "action": "store_true",
+                "help": "Print a JSON document (the default gate and one state object per "
+                "metric) instead of a table.",
+            },
+        ),
+    ),
+    _Verb(
+        "show",
+        "Show one metric's spec, state and gate.",
+        "Show everything known about one metric: its spec, its state and calibration "
+        "figures, and its gate.",
+        "_cmd_show",
+        (("name",), {"metavar": "NAME", "help": "The name of the metric."}),
+    ),
+    _Verb(
+        "calibrate",
+        "Log one (predicted, observed) pair and promote the metric if it passes.",
+        "Log one calibration pair of raw values (normalized with the metric like any pair), "
+        "then promote the metric to load_bearing if its gate now passes.",
+        "_cmd_calibrate",
+        (("--name",), {"required": True, "metavar": "NAME", "help": "The name of the metric."}),
+        (
+            ("--predicted",),
+            {"required": True, "type": float, "metavar": "F", "help": "The raw predicted value."},
+        ),
+        (
+            ("--observed",),
+            {"required": True, "type": float, "metavar": "F", "help": "The raw observed value."},
+        ),
+    ),
+    _Verb(
+        "verify",
+        "Recompute every metric's statistics from the log and compare.",
+        "Recompute every metric's statistics from the whole calibration log and compare "
+        "them with the stored incremental figures.  Exits 1 and prints each mismatch on "
+        "stderr when they differ.",
+        "_cmd_verify",
+    ),
+)
+
+_REPORT: Final = _Verb(
+    "report",
+    "Write the JSON and/or HTML report of the project's metrics.",
+    "Write the report of every metric's state, calibration history and the corpus "
+    "aggregates of past sessions: as JSON (schema in docs/report.md), as a self-contained "
+    "HTML page with plots, or both.",
+    "_cmd_report",
+    (("--json",), {"dest": "json_path", "metavar": "FILE", "help": "Write the JSON report here."}),
+    (("--html",), {"dest": "html_path", "metavar": "FILE", "help": "Write the HTML report here."}),
+)
+
+_STORE_VERBS: Final = (
+    _Verb(
+        "export",
+        "Write the project's store as a new .ldd folder.",
+        "Write every pair, observation and session record of the project's store to a new "
+        ".ldd folder, with metrics.json re-derived from them: the file store reads it as "
+        "the same history.",
+        "_cmd_store_export",
+        (("--to",), {"required": True, "metavar": "DIR", "help": "The new (or empty) folder."}),
+    ),
+    _Verb(
+        "import",
+        "Add a .ldd folder's history to the project's store (idempotent).",
+        "Add the records of a .ldd folder that the project's store does not hold yet, and "
+        "the metrics it does not know; then re-derive every state.  Importing the same "
+        "folder twice adds nothing.",
+        "_cmd_store_import",
+        (("folder",), {"metavar": "DIR", "help": "The .ldd folder to import."}),
+    ),
+    _Verb(
+        "merge",
+        "Merge several .ldd folders into one.",
+        "Write the union of several .ldd folders (e.g. the artifacts of a CI matrix "
+        "recorded from the same starting store) to one folder: each line once per copy it "
+        "has in the input holding it most often, in an order that does not depend on the "
+        "order of the inputs, with every state re-derived.",
+        "_cmd_store_merge",
+        (("folders",), {"nargs": "+", "metavar": "DIR", "help": "The .ldd folders to merge."}),
+        (
+            ("--into",),
+            {"required": True, "metavar": "DIR", "help": "The result (may be one of the inputs)."},
+        ),
+    ),
+)
+
+#: The verbs of each command that has verbs.
+_VERBS: Final = {
+    "metric": tuple(verb.name for verb in _METRIC_VERBS),
+    "store": tuple(verb.name for verb in _STORE_VERBS),
+}
+
+
 def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``ldd`` command.
 
@@ -485,7 +635,6 @@ def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser
         "--version", action=_VersionAction, help="show program's version number and exit"
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
     metric = commands.add_parser(
         "metric",
         help="List, inspect, calibrate and verify metrics.",
@@ -494,96 +643,11 @@ def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser
         formatter_class=_Formatter,
     )
     verbs = metric.add_subparsers(dest="verb", metavar="VERB", required=True)
-
-    if wanted("metric", "list"):
-        p = verbs.add_parser(
-            "list",
-            parents=[common],
-            help="List every registered metric with its kind and state.",
-            description="List every registered metric with its kind, unit, version, state "
-            "and description.",
-            formatter_class=_Formatter,
-        )
-        p.set_defaults(handler=_cmd_list)
-
-    if wanted("metric", "status"):
-        p = verbs.add_parser(
-            "status",
-            parents=[common],
-            help="Show each metric's calibration figures and gate.",
-            description="Show each metric's state, number of calibration pairs, MAE, p95 and "
-            "worst error, window MAE and the gate that decides its state.  The figures are "
-            "the stored incremental ones; the log is not re-read.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument(
-            "--json",
-            action="store_true",
-            help="Print a JSON document (the default gate and one state object per metric) "
-            "instead of a table.",
-        )
-        p.set_defaults(handler=_cmd_status)
-
-    if wanted("metric", "show"):
-        p = verbs.add_parser(
-            "show",
-            parents=[common],
-            help="Show one metric's spec, state and gate.",
-            description="Show everything known about one metric: its spec, its state and "
-            "calibration figures, and its gate.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument("name", metavar="NAME", help="The name of the metric.")
-        p.set_defaults(handler=_cmd_show)
-
-    if wanted("metric", "calibrate"):
-        p = verbs.add_parser(
-            "calibrate",
-            parents=[common],
-            help="Log one (predicted, observed) pair and promote the metric if it passes.",
-            description="Log one calibration pair of raw values (normalized with the metric "
-            "like any pair), then promote the metric to load_bearing if its gate now passes.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument("--name", required=True, metavar="NAME", help="The name of the metric.")
-        p.add_argument(
-            "--predicted", required=True, type=float, metavar="F", help="The raw predicted value."
-        )
-        p.add_argument(
-            "--observed", required=True, type=float, metavar="F", help="The raw observed value."
-        )
-        p.set_defaults(handler=_cmd_calibrate)
-
-    if wanted("metric", "verify"):
-        p = verbs.add_parser(
-            "verify",
-            parents=[common],
-            help="Recompute every metric's statistics from the log and compare.",
-            description="Recompute every metric's statistics from the whole calibration log "
-            "and compare them with the stored incremental figures.  Exits 1 and prints each "
-            "mismatch on stderr when they differ.",
-            formatter_class=_Formatter,
-        )
-        p.set_defaults(handler=_cmd_verify)
-
+    for verb in _METRIC_VERBS:
+        if wanted("metric", verb.name):
+            verb.add_to(verbs, common)
     if wanted("report"):
-        p = commands.add_parser(
-            "report",
-            parents=[common],
-            help="Write the JSON and/or HTML report of the project's metrics.",
-            description="Write the report of every metric's state, calibration history and "
-            "the corpus aggregates of past sessions: as JSON (schema in docs/report.md), as a "
-            "self-contained HTML page with plots, or both.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument(
-            "--json", dest="json_path", metavar="FILE", help="Write the JSON report here."
-        )
-        p.add_argument(
-            "--html", dest="html_path", metavar="FILE", help="Write the HTML report here."
-        )
-        p.set_defaults(handler=_cmd_report)
-
+        _REPORT.add_to(commands, common)
     store = commands.add_parser(
         "store",
         help="Export, import and merge calibration histories.",
@@ -593,47 +657,9 @@ def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser
         formatter_class=_Formatter,
     )
     store_verbs = store.add_subparsers(dest="verb", metavar="VERB", required=True)
-    if wanted("store", "export"):
-        p = store_verbs.add_parser(
-            "export",
-            parents=[common],
-            help="Write the project's store as a new .ldd folder.",
-            description="Write every pair, observation and session record of the project's "
-            "store to a new .ldd folder, with metrics.json re-derived from them: the file "
-            "store reads it as the same history.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument("--to", required=True, metavar="DIR", help="The new (or empty) folder.")
-        p.set_defaults(handler=_cmd_store_export)
-    if wanted("store", "import"):
-        p = store_verbs.add_parser(
-            "import",
-            parents=[common],
-            help="Add a .ldd folder's history to the project's store (idempotent).",
-            description="Add the records of a .ldd folder that the project's store does not "
-            "hold yet, and the metrics it does not know; then re-derive every state.  "
-            "Importing the same folder twice adds nothing.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument("folder", metavar="DIR", help="The .ldd folder to import.")
-        p.set_defaults(handler=_cmd_store_import)
-    if wanted("store", "merge"):
-        p = store_verbs.add_parser(
-            "merge",
-            parents=[common],
-            help="Merge several .ldd folders into one.",
-            description="Write the union of several .ldd folders (e.g. the artifacts of a CI "
-            "matrix recorded from the same starting store) to one folder: each line once per "
-            "copy it has in the input holding it most often, in an order that does not depend "
-            "on the order of the inputs, with every state re-derived.",
-            formatter_class=_Formatter,
-        )
-        p.add_argument("folders", nargs="+", metavar="DIR", help="The .ldd folders to merge.")
-        p.add_argument(
-            "--into", required=True, metavar="DIR", help="The result (may be one of the inputs)."
-        )
-        p.set_defaults(handler=_cmd_store_merge)
-
+    for verb in _STORE_VERBS:
+        if wanted("store", verb.name):
+            verb.add_to(store_verbs, common)
     if wanted("demo"):
         p = commands.add_parser(
             "demo",
@@ -691,13 +717,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _exit_code(exc)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return _guarded(handler, args)
-
-
-#: The verbs of each command that has verbs.
-_VERBS: Final = {
-    "metric": ("list", "status", "show", "calibrate", "verify"),
-    "store": ("export", "import", "merge"),
-}
 
 
 def _named_verb(arguments: Sequence[str]) -> tuple[str, str] | None:
