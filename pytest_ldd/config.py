@@ -23,11 +23,6 @@ from pytest_ldd.model.metric import Metric, MetricSpec, metric_from_spec
 from pytest_ldd.model.statistics import CalibrationGate
 from pytest_ldd.store import Store, check_project_key, masked
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
 __all__ = [
     "BOUND_KEYS",
     "PREDICTORS",
@@ -273,6 +268,7 @@ def load_config(project: str | os.PathLike[str]) -> LddConfig:
 
 def load_config_file(path: str | os.PathLike[str]) -> LddConfig:
     """Read ``[tool.ldd]`` from one ``pyproject.toml``-style file."""
+    tomllib = _toml_parser()
     file = Path(path)
     try:
         with file.open("rb") as handle:
@@ -314,7 +310,17 @@ def declaring_project(name: str, test_path: Path, rootdir: Path) -> Path | None:
     return None
 
 
+def _toml_parser() -> Any:
+    """The TOML parser, imported on first use: a project without pyproject.toml never needs it."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    return tomllib
+
+
 def _declares(file: Path, name: str) -> bool:
+    tomllib = _toml_parser()
     try:
         with file.open("rb") as handle:
             data = tomllib.load(handle)

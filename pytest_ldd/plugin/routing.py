@@ -39,7 +39,7 @@ from pytest_ldd.plugin.held_signals import HeldSignals
 from pytest_ldd.plugin.payload import Payload
 
 if TYPE_CHECKING:
-    from pytest_ldd.plugin.session import LddSession
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["PayloadRoute"]
 
@@ -53,7 +53,7 @@ class PayloadRoute:
 
     __slots__ = ("_pending", "_retried", "serial", "session")
 
-    def __init__(self, session: LddSession) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
         #: Whether this process runs the tests and writes (no xdist worker, no controller).
         self.serial = not session.is_worker and not session.config.pluginmanager.has_plugin(
