@@ -427,11 +427,11 @@ class _Reader:
         gates: dict[str, dict[str, float]] = {}
         if "gates" in table:
             for name, item in self.table(f"{root}.gates", table["gates"], None).items():
-                key = f"{root}.gates.{name}"
-                bounds = self.table(key, item, BOUND_KEYS)
+                dotted = f"{root}.gates.{name}"
+                bounds = self.table(dotted, item, BOUND_KEYS)
                 if not bounds:
-                    raise self.wrong(key, "a table with one of le, lt, ge, gt", bounds)
-                gates[name] = self.bounds(key, bounds)
+                    raise self.wrong(dotted, "a table with one of le, lt, ge, gt", bounds)
+                gates[name] = self.bounds(dotted, bounds)
                 if name not in CORPUS_METRICS:
                     msg = (
                         f"[tool.ldd.gates] {name}: corpus gates apply to the session "
