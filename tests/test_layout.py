@@ -310,3 +310,18 @@ def test_a_module_imports_alone(module: str) -> None:
         [sys.executable, "-c", f"import {module}"], capture_output=True, text=True, check=False
     )
     assert result.returncode == 0, result.stderr
+
+
+def test_the_calibrator_uses_only_the_registry_s_public_api() -> None:
+    tree = ast.parse(MODULES["pytest_ldd.calibration.calibrator"].read_text(encoding="utf-8"))
+    private = sorted(
+        {
+            f"{ast.unparse(node.value)}.{node.attr}"
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and ast.unparse(node.value).endswith("registry")
+        }
+    )
+    assert private == []

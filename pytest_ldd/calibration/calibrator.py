@@ -29,10 +29,10 @@ from pytest_ldd.model.statistics import (
     CalibrationGate,
     CalibrationStats,
     MetricState,
+    evaluate_state,
 )
 
 if TYPE_CHECKING:
-    from pytest_ldd.calibration.registry import _Entry
     from pytest_ldd.store import Cursor, Store
 
 __all__ = ["Calibrator"]
@@ -48,18 +48,14 @@ class Calibrator:
     """Logs calibration pairs and observations; keeps statistics; moves states.
 
     ``gate`` is the default gate for metrics that have no gate of their own in
-    the registry (else the registry's default applies).
+    the registry (else the registry's default applies).  Everything it changes in
+    the registry it changes through the registry's public methods, inside the
+    registry's transaction when it is to be stored.
     """
 
     def __init__(self, registry: MetricRegistry, gate: CalibrationGate | None = None) -> None:
         self.registry = registry
         self.gate = gate
-        # Before each write, lagging states are re-evaluated with the registry's own
-        # gates (a calibrator with a gate of its own is a view, not the store's rule).
-        if gate is None:
-            registry._refresh = self._refresh_lagging
-        elif registry._refresh is None:
-            registry._refresh = Calibrator(registry)._refresh_lagging
 
     def __repr__(self) -> str:
         return f"Calibrator({self.registry!r})"
@@ -71,7 +67,7 @@ class Calibrator:
 
     def gate_for(self, name: str) -> CalibrationGate:
         """The gate of ``name``: its own, else this calibrator's, else the registry's."""
-        own = self.registry._gates.get(name)
+        own = self.registry.own_gate(name)
         if own is not None:
             return own
         return self.gate if self.gate is not None else self.registry.gate
@@ -199,78 +195,59 @@ class Calibrator:
 
     # ------------------------------------------------------------------ statistics
 
-    def _catch_up(self, entries: Sequence[_Entry], gates: Mapping[str, CalibrationGate]) -> None:
-        """Count the pairs appended since each entry's cursor (in memory)."""
-        if not entries:
-            return
-        for entry in entries:
-            window = gates[entry.spec.name].window
-            if window > entry.acc.keep:
-                if entry.acc.n > len(entry.acc.recent):
+    def _catch_up(self, names: Sequence[str], gates: Mapping[str, CalibrationGate]) -> None:
+        """Count the pairs appended since each metric's cursor (in memory)."""
+        registry = self.registry
+        for name in names:
+            window = gates[name].window
+            acc = registry.counted(name)
+            if window > acc.keep:
+                if acc.n > len(acc.recent):
                     # A wider window than was kept: recount this version once.
-                    entry.acc = self._count(
-                        {entry.spec.name: entry.spec.version}, entry.acc.start, window
-                    )[entry.spec.name]
-                entry.acc.widen(window)
-        self._scan({e.spec.name: e.acc for e in entries})
+                    acc = self._count({name: acc.version}, acc.start, window)[name]
+                    registry.set_counted(name, acc)
+                acc.widen(window)
+        self._scan([(name, registry.counted(name)) for name in names])
 
     def _count(
         self, versions: Mapping[str, int], start: Cursor, window: int
     ) -> dict[str, Accumulator]:
         """Count every pair of the given versions from ``start`` (a full recompute)."""
         accs = {name: Accumulator(v, start, start, keep=window) for name, v in versions.items()}
-        self._scan(accs, recount=True)
+        self._scan(list(accs.items()), recount=True)
         return accs
 
-    def _scan_all(self, accs: Sequence[tuple[str, Accumulator]], *, recount: bool = False) -> None:
-        """:meth:`_scan` for several accumulators per metric, in one read of the store."""
+    def _scan(self, accs: Sequence[tuple[str, Accumulator]], *, recount: bool = False) -> None:
+        """Ask the store once for the pairs past the earliest cursor; add each pair to
+        every accumulator of its metric and version whose cursor it lies at or past,
+        then move the cursors to the end.  A metric may have several accumulators."""
         if not accs:
             return
-        end: Cursor | None = None
         by_name: dict[str, list[Accumulator]] = {}
         for name, acc in accs:
             by_name.setdefault(name, []).append(acc)
+        end: Cursor | None = None
         for begin, errors, after in self.store.read_pairs(
             [acc.cursor for _, acc in accs], recount=recount
         ):
             end = after
-            for name, version, error in errors:
+            if len(errors) == 1:
+                name, version, error = errors[0]
                 for acc in by_name.get(name, ()):
                     if version == acc.version and acc.cursor <= begin:
                         acc.add(error if type(error) is float else self._raw_error(name, error))
+                continue
+            # A batch of this process's own appends: one add_many per accumulator.
+            found: dict[int, tuple[Accumulator, list[float]]] = {}
+            for name, version, error in errors:
+                for acc in by_name.get(name, ()):
+                    if version == acc.version and acc.cursor <= begin:
+                        value = error if type(error) is float else self._raw_error(name, error)
+                        found.setdefault(id(acc), (acc, []))[1].append(value)
+            for acc, batch in found.values():
+                acc.add_many(batch)
         if end is not None:
             for _, acc in accs:
-                if acc.cursor < end:
-                    acc.cursor = end
-
-    def _scan(self, accs: Mapping[str, Accumulator], *, recount: bool = False) -> None:
-        """Ask the store once for the pairs past the earliest cursor; add each pair to
-        every acc whose cursor it lies at or past, then move the cursors to the end."""
-        if not accs:
-            return
-        end: Cursor | None = None
-        for begin, errors, after in self.store.read_pairs(
-            [acc.cursor for acc in accs.values()], recount=recount
-        ):
-            end = after
-            if len(errors) == 1:
-                name, version, error = errors[0]
-                acc = accs.get(name)
-                if acc is not None and version == acc.version and acc.cursor <= begin:
-                    acc.add(error if type(error) is float else self._raw_error(name, error))
-                continue
-            # A batch of this process's own appends: one add_many per metric.
-            found: dict[str, list[float]] = {}
-            for name, version, error in errors:
-                acc = accs.get(name)
-                if acc is not None and version == acc.version and acc.cursor <= begin:
-                    found.setdefault(name, []).append(
-                        error if type(error) is float else self._raw_error(name, error)
-                    )
-            for name, batch in found.items():
-                accs[name].add_many(batch)
-        if end is not None:
-            for acc in accs.values():
                 if acc.cursor < end:
                     acc.cursor = end
 
@@ -295,21 +272,21 @@ class Calibrator:
     def _gates(self, names: Iterable[str]) -> dict[str, CalibrationGate]:
         return {name: self.gate_for(name) for name in names}
 
-    def _caught_up(self, entries: Sequence[_Entry]) -> None:
-        gates = self._gates(e.spec.name for e in entries)
+    def _caught_up(self, names: Sequence[str]) -> None:
+        gates = self._gates(names)
         if self.registry.read_only:
             # Reading never creates the folder or the lock file.
-            self._catch_up(entries, gates)
+            self._catch_up(names, gates)
             return
         # Writers lock even to read, so a pair being appended is never seen torn.
         with self.store.read_lock():
-            self._catch_up(entries, gates)
+            self._catch_up(names, gates)
 
     def stats(self, name: str) -> CalibrationStats:
         """Current statistics of ``name``'s version, reading only what was appended since."""
-        entry = self.registry._entry(name)
-        self._caught_up([entry])
-        return entry.acc.stats(self.gate_for(name).window)
+        self.registry.spec(name)  # an unknown name is an UnknownMetricError
+        self._caught_up([name])
+        return self.registry.counted(name).stats(self.gate_for(name).window)
 
     def mae(self, name: str) -> float | None:
         """Mean absolute error of ``name``'s pairs: ``stats(name).mae`` (None before any pair).
@@ -324,9 +301,9 @@ class Calibrator:
 
     def recompute(self, name: str) -> CalibrationStats:
         """Statistics of ``name``'s version from a full re-read of the calibration log."""
-        entry = self.registry._entry(name)
+        version = self.registry.spec(name).version
         window = self.gate_for(name).window
-        acc = self._count({name: entry.spec.version}, self.store.origin(), window)[name]
+        acc = self._count({name: version}, self.store.origin(), window)[name]
         return acc.stats(window)
 
     def verify(self) -> list[str]:
@@ -338,34 +315,34 @@ class Calibrator:
         its state the one the gate gives them.
         """
         registry = self.registry
-        entries = list(registry._entries.values())
-        gates = self._gates(e.spec.name for e in entries)
+        names = registry.names()
+        gates = self._gates(names)
         # The stored states against the statistics stored with them, as on disk now.
-        on_disk = registry._parse(registry._decode(self.store.read_registry_bytes()))
         stored = {
-            name: (e.state, e.acc.stats(gates[name].window))
-            for name, e in on_disk.items()
-            if name in gates and e.spec == registry._entries[name].spec
+            name: (state, acc.stats(gates[name].window))
+            for name, (spec, state, acc) in registry.stored().items()
+            if name in gates and spec == registry.spec(name)
         }
-        for entry in entries:
-            window = gates[entry.spec.name].window
-            if window > entry.acc.keep and entry.acc.n > len(entry.acc.recent):
-                entry.acc = Accumulator(
-                    entry.acc.version, entry.acc.start, entry.acc.start, keep=window
-                )
-            entry.acc.widen(window)
+        for name in names:
+            window = gates[name].window
+            acc = registry.counted(name)
+            if window > acc.keep and acc.n > len(acc.recent):
+                acc = Accumulator(acc.version, acc.start, acc.start, keep=window)
+                registry.set_counted(name, acc)
+            acc.widen(window)
         widest = max((g.window for g in gates.values()), default=1)
         origin = self.store.origin()
         full = {
-            e.spec.name: Accumulator(e.spec.version, origin, origin, keep=widest) for e in entries
+            name: Accumulator(registry.spec(name).version, origin, origin, keep=widest)
+            for name in names
         }
-        accs = [*((e.spec.name, e.acc) for e in entries), *full.items()]
-        self._scan_all(accs, recount=True)
+        counted = [(name, registry.counted(name)) for name in names]
+        self._scan([*counted, *full.items()], recount=True)
         problems: list[str] = []
-        for entry in entries:
-            name, gate = entry.spec.name, gates[entry.spec.name]
-            head = f"metric {name!r} version {entry.spec.version}"
-            mine, theirs = entry.acc.stats(gate.window), full[name].stats(gate.window)
+        for name in names:
+            gate = gates[name]
+            head = f"metric {name!r} version {registry.spec(name).version}"
+            mine, theirs = registry.counted(name).stats(gate.window), full[name].stats(gate.window)
             for key in ("n", "mae", "p95_error", "worst_error", "window_mae"):
                 a, b = getattr(mine, key), getattr(theirs, key)
                 if not _same(a, b):
@@ -393,15 +370,8 @@ class Calibrator:
         for key, a, b in shown:
             if not _same(a, b):
                 problems.append(f"{head}: state {key} = {a!r}, its counted pairs give {b!r}")
-        expected = gate.verdict(stored)
-        entries = self.registry._entries
-        comps = entries[state.name].spec.components
-        if (
-            expected == "load_bearing"
-            and comps is not None
-            and not all(n in entries and entries[n].state.is_load_bearing for n, _ in comps)
-        ):
-            expected = "insufficient_data"
+        components = self.registry.components_load_bearing(state.name)
+        expected = evaluate_state(state, stored, gate, components_load_bearing=components).state
         if state.state != expected:
             problems.append(
                 f"{head}: state = {state.state!r}, but the gate gives its figures {expected!r}"
@@ -410,105 +380,35 @@ class Calibrator:
 
     # ------------------------------------------------------------------ states
 
-    def _evaluate(self, entry: _Entry, gate: CalibrationGate, now: str) -> MetricState:
-        stats = entry.acc.stats(gate.window)
-        verdict = gate.verdict(stats)
-        comps = entry.spec.components
-        if verdict == "load_bearing" and comps is not None:
-            entries = self.registry._entries
-            if not all(n in entries and entries[n].state.is_load_bearing for n, _ in comps):
-                # Its own pairs pass, but a component is still advisory.
-                verdict = "insufficient_data"
-        before = entry.state
-        promoted_at, demoted_at = before.promoted_at, before.demoted_at
-        if verdict == "load_bearing" and not before.is_load_bearing:
-            promoted_at, demoted_at = now, None
-        elif verdict != "load_bearing" and before.is_load_bearing:
-            demoted_at = now
-        return MetricState(
-            name=entry.spec.name,
-            version=entry.spec.version,
-            state=verdict,
-            n=stats.n,
-            mae=stats.mae,
-            p95_error=stats.p95_error,
-            worst_error=stats.worst_error,
-            window_mae=stats.window_mae,
-            promoted_at=promoted_at,
-            demoted_at=demoted_at,
+    def _evaluate(self, name: str, now: str) -> MetricState:
+        """The state ``name``'s counted statistics earn under its gate."""
+        registry = self.registry
+        gate = self.gate_for(name)
+        return evaluate_state(
+            registry.state(name),
+            registry.counted(name).stats(gate.window),
+            gate,
+            components_load_bearing=registry.components_load_bearing(name),
+            now=now,
         )
-
-    def _refresh_lagging(self) -> None:
-        """Re-evaluate every state whose pairs were counted since it was evaluated.
-
-        Run before each write of the registry: statistics counted in memory (by
-        :meth:`stats`, :meth:`verify`) are stored with a state evaluated on them.
-        """
-        entries = self.registry._entries
-        lagging = [n for n, e in entries.items() if e.state.n != e.acc.n]
-        if not lagging:
-            return
-        now = utc_timestamp()
-        for name in self._order(lagging):
-            entry = entries[name]
-            entry.state = self._evaluate(entry, self.gate_for(name), now)
-
-    def _order(self, names: Iterable[str] | None) -> list[str]:
-        """The names to evaluate, with their dependent composites, components first."""
-        entries = self.registry._entries
-        wanted = (
-            set(entries) if names is None else {self.registry._entry(n).spec.name for n in names}
-        )
-        # Composites that depend on a wanted metric are re-evaluated too.
-        grew = True
-        while grew:
-            grew = False
-            for name, entry in entries.items():
-                comps = entry.spec.components
-                if name not in wanted and comps and any(n in wanted for n, _ in comps):
-                    wanted.add(name)
-                    grew = True
-        ordered: list[str] = []
-        seen: set[str] = set()
-
-        def visit(name: str) -> None:
-            if name in seen or name not in entries:
-                return
-            seen.add(name)
-            for component, _ in entries[name].spec.components or ():
-                visit(component)
-            if name in wanted:
-                ordered.append(name)
-
-        for name in entries:
-            visit(name)
-        return ordered
 
     def _plan(self, names: Iterable[str] | None) -> list[tuple[str, MetricState, MetricState]]:
         """Catch up and evaluate ``names`` in memory; return (name, before, after) for all."""
-        entries = self.registry._entries
-        counted = {name: e.acc.n for name, e in entries.items()}
-        self._catch_up(list(entries.values()), self._gates(entries))
+        registry = self.registry
+        every = registry.names()
+        counted = {name: registry.counted(name).n for name in every}
+        self._catch_up(every, self._gates(every))
         if names is not None:
             # A state always follows the pairs counted with it: a metric whose pairs
             # moved is re-evaluated too (its stored figures would lag otherwise).
-            names = [*names, *(n for n, e in entries.items() if e.acc.n != counted[n])]
-        order = self._order(names)
+            names = [*names, *(n for n in every if registry.counted(n).n != counted[n])]
         now = utc_timestamp()
         results = []
-        for name in order:
-            entry = entries[name]
-            before = entry.state
-            entry.state = self._evaluate(entry, self.gate_for(name), now)
-            results.append((name, before, entry.state))
+        for name in registry.evaluation_order(names):
+            before = registry.state(name)
+            registry.set_state(name, self._evaluate(name, now))
+            results.append((name, before, registry.state(name)))
         return results
-
-    def _fingerprint(self) -> list[tuple[str, Cursor, int, MetricState, bool]]:
-        """What a write of the registry document would record, in a cheaply comparable form."""
-        return [
-            (name, e.acc.cursor, e.acc.n, e.state, e.persisted)
-            for name, e in self.registry._entries.items()
-        ]
 
     def update(
         self,
@@ -530,40 +430,31 @@ class Calibrator:
             raise read_only_error(self.store)
         wanted = None if names is None else list(names)
         if history:
-            registry._check_history(history, history_window)
-        with self.store.lock():
-            registry.reload()
-            if wanted is not None:
-                for name in wanted:
-                    registry._entry(name)
-            before = self._fingerprint()
+            registry.check_history(history, history_window)
+        # Nothing appended, nothing moved, nothing new: the transaction writes nothing.
+        with registry.transaction():
+            for name in wanted or ():
+                registry.spec(name)  # an unknown name is an UnknownMetricError
             results = self._plan(wanted)
             if history:
-                registry._apply_history(history, history_window)
-            # Nothing appended, nothing moved, nothing new: the file on disk already
-            # says all of it, and rewriting it (with an fsync) is pure cost.
-            unsaved = any(not e.persisted for e in registry._entries.values())
-            if history or unsaved or self._fingerprint() != before:
-                registry._write_locked()
+                registry.extend_history(history, window=history_window)
         return [(name, b, a) for name, b, a in results if b.state != a.state]
 
     def can_promote(self, name: str) -> bool:
         """Whether ``name`` would be load-bearing if its state were evaluated now."""
         registry = self.registry
-        entry = registry._entry(name)
-        entries = list(registry._entries.values())
-        self._caught_up(entries)
-        # Evaluate on copies: asking must not change any state.
-        saved = {e.spec.name: e.state for e in entries}
+        registry.spec(name)  # an unknown name is an UnknownMetricError
+        self._caught_up(registry.names())
+        # Evaluate, then put every state back: asking must not change any.
+        saved = registry.states()
         try:
-            for n in self._order([name]):
-                registry._entries[n].state = self._evaluate(
-                    registry._entries[n], self.gate_for(n), utc_timestamp()
-                )
-            return entry.state.is_load_bearing
+            now = utc_timestamp()
+            for n in registry.evaluation_order([name]):
+                registry.set_state(n, self._evaluate(n, now))
+            return registry.state(name).is_load_bearing
         finally:
             for n, state in saved.items():
-                registry._entries[n].state = state
+                registry.set_state(n, state)
 
     def try_promote(self, name: str) -> bool:
         """Re-evaluate ``name`` (store the result); True iff it is load-bearing afterwards."""

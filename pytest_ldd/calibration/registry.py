@@ -5,14 +5,20 @@ keeps one document in its :class:`~pytest_ldd.store.Store` (``metrics.json`` in 
 file store): the specs, and per metric its :class:`~pytest_ldd.model.statistics.MetricState`,
 the :class:`~pytest_ldd.model.statistics.Accumulator` of its pairs and its prediction
 history.  Reopened in a new process, it knows every spec from the store.  The
-:class:`~pytest_ldd.calibration.calibrator.Calibrator` moves the states.
+:class:`~pytest_ldd.calibration.calibrator.Calibrator` counts the pairs and moves the
+states through the registry's public methods, inside a :meth:`~MetricRegistry.transaction`
+(the store's lock held, the document reloaded first and written once at the end).
+A stored state always follows the pairs stored with it: before each write the
+registry re-evaluates, with its own gates, any state that lags behind its counted
+pairs.
 """
 
 from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -28,7 +34,13 @@ from pytest_ldd.errors import (
 )
 from pytest_ldd.model.metric import Metric, MetricSpec, metric_from_spec
 from pytest_ldd.model.records import is_number, utc_timestamp
-from pytest_ldd.model.statistics import TOLERANCE, Accumulator, CalibrationGate, MetricState
+from pytest_ldd.model.statistics import (
+    TOLERANCE,
+    Accumulator,
+    CalibrationGate,
+    MetricState,
+    evaluate_state,
+)
 from pytest_ldd.store import SCHEMA_VERSION, StalePosition
 
 if TYPE_CHECKING:
@@ -118,9 +130,10 @@ class MetricRegistry:
         # tool's top-level keys, states without a spec): written back verbatim.
         self._unknown: dict[str, Any] = {}
         self._orphans: list[Mapping[str, Any]] = []
-        #: Re-evaluates the states that lag behind their counted pairs before a write
-        #: (set by a Calibrator: a stored state always follows the pairs stored with it).
-        self._refresh: Callable[[], None] | None = None
+        # How deep in transactions this registry is, and whether one changed what the
+        # states and counts do not show (a registration, an accessor, the history).
+        self._depth = 0
+        self._dirty = False
         # The bytes last read or written: reload() parses again only when they differ.
         self._seen = self.store.read_registry_bytes()
         doc = self._decode(self._seen)
@@ -181,6 +194,10 @@ class MetricRegistry:
         """The calibration gate of ``name`` (its own, else the registry's default)."""
         return self._gates.get(name, self.gate)
 
+    def own_gate(self, name: str) -> CalibrationGate | None:
+        """``name``'s own calibration gate, or None where the default applies."""
+        return self._gates.get(name)
+
     def set_gate(self, name: str, gate: CalibrationGate) -> None:
         """Give ``name`` its own calibration gate (in memory; gates come from config)."""
         self._gates[name] = gate
@@ -193,6 +210,111 @@ class MetricRegistry:
         was recorded in this session or an earlier one.
         """
         return [_unbounded(v) for v in self._entry(name).history.get(key, ())]
+
+    # ------------------------------------------------------------------ what the calibrator moves
+
+    def counted(self, name: str) -> Accumulator:
+        """The running statistics of ``name``'s current version, stored with its state.
+
+        The calibrator counts the pairs appended since into it (in place), and
+        replaces it to recount (:meth:`set_counted`).
+        """
+        return self._entry(name).acc
+
+    def set_counted(self, name: str, acc: Accumulator) -> None:
+        """Replace ``name``'s running statistics (a recount from ``acc.start``)."""
+        self._entry(name).acc = acc
+
+    def set_state(self, name: str, state: MetricState) -> None:
+        """Set ``name``'s state (evaluated on its counted statistics)."""
+        entry = self._entry(name)
+        if (state.name, state.version) != (entry.spec.name, entry.spec.version):
+            msg = (
+                f"a state of metric {entry.spec.name!r} must be of version "
+                f"{entry.spec.version} (got {state.name!r} version {state.version})"
+            )
+            raise ValueError(msg)
+        entry.state = state
+
+    def components_load_bearing(self, name: str) -> bool:
+        """Whether every component of ``name`` is load-bearing (True for a plain metric)."""
+        comps = self._entry(name).spec.components
+        entries = self._entries
+        return comps is None or all(
+            n in entries and entries[n].state.is_load_bearing for n, _ in comps
+        )
+
+    def evaluation_order(self, names: Iterable[str] | None = None) -> list[str]:
+        """``names`` (default: every metric) and the composites that depend on them,
+        each after its components: the order states are evaluated in."""
+        entries = self._entries
+        wanted = set(entries) if names is None else {self._entry(n).spec.name for n in names}
+        grew = True
+        while grew:
+            grew = False
+            for name, entry in entries.items():
+                comps = entry.spec.components
+                if name not in wanted and comps and any(n in wanted for n, _ in comps):
+                    wanted.add(name)
+                    grew = True
+        ordered: list[str] = []
+        seen: set[str] = set()
+
+        def visit(name: str) -> None:
+            if name in seen or name not in entries:
+                return
+            seen.add(name)
+            for component, _ in entries[name].spec.components or ():
+                visit(component)
+            if name in wanted:
+                ordered.append(name)
+
+        for name in entries:
+            visit(name)
+        return ordered
+
+    def stored(self) -> dict[str, tuple[MetricSpec, MetricState, Accumulator]]:
+        """Each metric's spec, state and counted statistics as the store holds them now.
+
+        Read afresh, not what this registry holds in memory (``ldd metric verify``
+        checks the stored states against them).
+        """
+        entries = self._parse(self._decode(self.store.read_registry_bytes()))
+        return {name: (e.spec, e.state, e.acc) for name, e in entries.items()}
+
+    @contextmanager
+    def transaction(self) -> Iterator[None]:
+        """Change the registry under the store's lock, the document reloaded first.
+
+        At the end of the outermost transaction the document is written, once, if
+        anything changed (a state, a count, a registration, an accessor, the
+        history) or a metric is known only in memory; a block that raises writes
+        nothing.  Not for a read-only registry (an ``LddError``).
+        """
+        if self.read_only:
+            raise read_only_error(self.store)
+        with self.store.lock():
+            if self._depth:
+                self._depth += 1
+                try:
+                    yield
+                finally:
+                    self._depth -= 1
+                return
+            self.reload()
+            before = self._fingerprint()
+            self._depth, self._dirty = 1, False
+            try:
+                yield
+            finally:
+                self._depth = 0
+            unsaved = any(not e.persisted for e in self._entries.values())
+            if self._dirty or unsaved or self._fingerprint() != before:
+                self._write_locked()
+
+    def _fingerprint(self) -> list[tuple[str, object, int, MetricState]]:
+        """What a write of the document would record, in a cheaply comparable form."""
+        return [(name, e.acc.cursor, e.acc.n, e.state) for name, e in self._entries.items()]
 
     # ------------------------------------------------------------------ registration
 
@@ -236,13 +358,9 @@ class MetricRegistry:
             for m in batch:
                 self._register_into(self._entries, self._as_metric(m))
             return [self._entries[m.name].metric for m in batch]
-        with self.store.lock():
-            self.reload()
-            changed = False
+        with self.transaction():
             for m in batch:
-                changed |= self._register_into(self._entries, self._as_metric(m))[1]
-            if changed:
-                self._write_locked()
+                self._dirty |= self._register_into(self._entries, self._as_metric(m))[1]
         return [self._entries[m.name].metric for m in batch]
 
     def _is_known(self, metric: Metric | MetricSpec) -> bool:
@@ -511,27 +629,46 @@ class MetricRegistry:
         }
 
     def _write_locked(self) -> None:
-        if self.read_only:
-            raise read_only_error(self.store)
-        if self._refresh is not None:
-            self._refresh()
+        self._refresh_lagging()
         self._seen = self.store.replace_registry(self._document())
         for entry in self._entries.values():
             entry.persisted = True
+        self._dirty = False
+
+    def _refresh_lagging(self) -> None:
+        """Re-evaluate, with the registry's gates, every state whose pairs were counted
+        since it was evaluated: a stored state always follows the pairs stored with it."""
+        entries = self._entries
+        lagging = [n for n, e in entries.items() if e.state.n != e.acc.n]
+        if not lagging:
+            return
+        now = utc_timestamp()
+        for name in self.evaluation_order(lagging):
+            entry = entries[name]
+            gate = self.gate_for(name)
+            entry.state = evaluate_state(
+                entry.state,
+                entry.acc.stats(gate.window),
+                gate,
+                components_load_bearing=self.components_load_bearing(name),
+                now=now,
+            )
 
     # ------------------------------------------------------------------ history
 
     def _apply_history(
         self, items: Mapping[tuple[str, str], Sequence[float]], window: int
     ) -> None:
+        self._dirty = True
         for (name, key), values in items.items():
             entry = self._entry(name)
             kept = entry.history.get(key, []) + [_bounded(v) for v in values]
             entry.history[key] = kept[-window:]
 
-    def _check_history(
-        self, items: Mapping[tuple[str, str], Sequence[float]], window: int
+    def check_history(
+        self, items: Mapping[tuple[str, str], Sequence[float]], window: int = 10
     ) -> None:
+        """Refuse history values that :meth:`extend_history` would refuse (nothing changes)."""
         if not isinstance(window, int) or isinstance(window, bool) or window < 1:
             msg = f"history 'window' must be an int >= 1 (got {window!r})"
             raise InvalidSpecError(msg)
@@ -563,14 +700,12 @@ class MetricRegistry:
         Stored in the registry document (one locked update); only in memory when the
         registry is read-only.  A version bump starts the history afresh.
         """
-        self._check_history(items, window)
+        self.check_history(items, window)
         if self.read_only:
             self._apply_history(items, window)
             return
-        with self.store.lock():
-            self.reload()
+        with self.transaction():
             self._apply_history(items, window)
-            self._write_locked()
 
 
 def _check_accessor(entry: _Entry, metric: Metric) -> bool:

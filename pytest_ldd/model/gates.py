@@ -1,7 +1,8 @@
-"""Gate bounds (``le``, ``lt``, ``ge``, ``gt``) on raw observed values.
+"""Gate bounds (``le``, ``lt``, ``ge``, ``gt``) on raw observed values, and their breaches.
 
 A bound is a fact about one value; whether a breach *fails* anything is decided
-elsewhere, by the metric's state at session start.
+elsewhere, by the metric's state at session start (the :class:`Breach` records the
+decision, ``enforced``).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from typing import Any, final
 
 from pytest_ldd.errors import InvalidSpecError
 
-__all__ = ["BOUND_KEYS", "Bound", "check_bounds", "format_value", "parse_bounds"]
+__all__ = ["BOUND_KEYS", "Bound", "Breach", "check_bounds", "format_value", "parse_bounds"]
 
 #: The gate keywords, in the order they are reported.
 BOUND_KEYS: tuple[str, ...] = ("le", "lt", "ge", "gt")
@@ -95,3 +96,53 @@ def format_value(value: float) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
     return f"{value:.6g}"
+
+
+@final
+@dataclass(frozen=True, slots=True)
+class Breach:
+    """One observed value outside one of its gate bounds (or a failed ``ldd.gate()``)."""
+
+    metric: str
+    #: The raw value (None for an ``ldd.gate()`` block, or a value JSON cannot hold).
+    value: float | None
+    #: ``"le 500"`` for a bound, ``"assertion"`` for an ``ldd.gate()`` block.
+    limit: str
+    #: Whether it fails its test: the metric was load-bearing at session start.
+    enforced: bool
+    message: str
+    nodeid: str
+    #: The failed assertion of an ``ldd.gate()`` block (None for a bound).
+    detail: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form carried in payloads and reports (an infinite value is null)."""
+        value = self.value
+        return {
+            "metric": self.metric,
+            "value": value if value is None or math.isfinite(value) else None,
+            "limit": self.limit,
+            "enforced": self.enforced,
+            "message": self.message,
+            "nodeid": self.nodeid,
+            "detail": self.detail,
+        }
+
+    @classmethod
+    def from_json(cls, data: object) -> Breach:
+        """Read :meth:`to_json`'s object back; ``ValueError`` for any other shape."""
+        if not isinstance(data, Mapping):
+            msg = f"a breach must be an object (got {data!r:.80})"
+            raise ValueError(msg)
+        value, detail = data.get("value"), data.get("detail")
+        texts = [data.get(key) for key in ("metric", "limit", "message", "nodeid")]
+        if (
+            not all(isinstance(text, str) for text in texts)
+            or type(data.get("enforced")) is not bool
+            or not (value is None or (isinstance(value, (int, float)) and type(value) is not bool))
+            or not (detail is None or isinstance(detail, str))
+        ):
+            msg = f"a breach must hold the keys of Breach.to_json (got {data!r:.80})"
+            raise ValueError(msg)
+        metric, limit, message, nodeid = texts
+        return cls(metric, value, limit, data["enforced"], message, nodeid, detail)  # type: ignore[arg-type]

@@ -38,6 +38,7 @@ __all__ = [
     "CalibrationStats",
     "MetricState",
     "StateName",
+    "evaluate_state",
 ]
 
 
@@ -244,6 +245,45 @@ class MetricState:
             promoted_at=get("promoted_at", opt_str, "a timestamp or null"),
             demoted_at=get("demoted_at", opt_str, "a timestamp or null"),
         )
+
+
+def evaluate_state(
+    before: MetricState,
+    stats: CalibrationStats,
+    gate: CalibrationGate,
+    *,
+    components_load_bearing: bool = True,
+    now: str | None = None,
+) -> MetricState:
+    """The state ``stats`` earn under ``gate``, moving on from ``before``.
+
+    A composite is load-bearing only when every component is
+    (``components_load_bearing``) and its own pairs pass the gate.  A promotion
+    dates ``promoted_at`` (and clears ``demoted_at``), a demotion dates
+    ``demoted_at``, both ``now``.  The one rule every state is evaluated by: the
+    calibrator's, the registry's before a write, ``ldd metric verify``'s.
+    """
+    verdict = gate.verdict(stats)
+    if verdict == "load_bearing" and not components_load_bearing:
+        # Its own pairs pass, but a component is still advisory.
+        verdict = "insufficient_data"
+    promoted_at, demoted_at = before.promoted_at, before.demoted_at
+    if verdict == "load_bearing" and not before.is_load_bearing:
+        promoted_at, demoted_at = now, None
+    elif verdict != "load_bearing" and before.is_load_bearing:
+        demoted_at = now
+    return MetricState(
+        name=before.name,
+        version=before.version,
+        state=verdict,
+        n=stats.n,
+        mae=stats.mae,
+        p95_error=stats.p95_error,
+        worst_error=stats.worst_error,
+        window_mae=stats.window_mae,
+        promoted_at=promoted_at,
+        demoted_at=demoted_at,
+    )
 
 
 # --------------------------------------------------------------------------- accumulator

@@ -12,17 +12,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pytest_ldd.model.records import normalized_pair
-from pytest_ldd.store.files import new_file_mode
+from pytest_ldd.store.files.disk import replace_file
 
 if TYPE_CHECKING:
-    from pytest_ldd.calibration.calibrator import Calibrator
     from pytest_ldd.calibration.registry import MetricRegistry
     from pytest_ldd.model.statistics import CalibrationGate, MetricState
 
@@ -91,53 +88,8 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def _pair_json(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "predicted": record.get("predicted"),
-        "observed": record.get("observed"),
-        "raw_predicted": record.get("raw_predicted"),
-        "raw_observed": record.get("raw_observed"),
-        "timestamp": record.get("timestamp"),
-        "session_id": record.get("session_id"),
-        "nodeid": record.get("nodeid"),
-    }
-
-
-def _observation_json(record: Mapping[str, Any]) -> dict[str, Any]:
-    return {
-        "raw": record.get("raw"),
-        "normalized": record.get("normalized"),
-        "timestamp": record.get("timestamp"),
-        "session_id": record.get("session_id"),
-        "nodeid": record.get("nodeid"),
-    }
-
-
-def _session_history(session: Mapping[str, Any], number: int) -> dict[str, Any]:
-    return {
-        "number": number,
-        "session_id": session.get("session_id"),
-        "started_at": session.get("started_at"),
-        "ended_at": session.get("ended_at"),
-        "commit": session.get("commit"),
-        "counts": dict(session.get("counts") or {}),
-        "corpus": dict(session.get("corpus") or {}),
-        "state_changes": [dict(change) for change in session.get("state_changes") or ()],
-        "metrics": [
-            {key: m.get(key) for key in _SESSION_METRIC_KEYS}
-            for m in session.get("metrics") or ()
-            if isinstance(m, Mapping)
-        ],
-    }
-
-
-#: What a session's history entry keeps of each metric row of the session document.
-_SESSION_METRIC_KEYS = ("name", "unit", "state_before", "state_after", "gates", "breaches")
-
-
 def build_report(
     registry: MetricRegistry,
-    calibrator: Calibrator | None = None,
     *,
     session: Mapping[str, Any] | None = None,
     sessions: Sequence[Mapping[str, Any]] = (),
@@ -152,67 +104,24 @@ def build_report(
     current version, oldest first: a report may read the whole log, unlike
     ``status`` and promotion.  ``budget`` bounds what is read of each log (bytes):
     a longer log contributes its tail and an even sample of the rest
-    (:func:`~pytest_ldd.report.history.read_log`), and ``history.sampling`` says so;
-    ``None`` reads everything.  Gates are the registry's (``gate_for``);
-    ``calibrator`` is accepted so callers holding one can pass it, and is not needed.
+    (:meth:`~pytest_ldd.store.Store.read_excerpt`), and ``history.sampling`` says so;
+    ``None`` reads everything.  Gates are the registry's (``gate_for``).
     """
-    from pytest_ldd.report.history import read_log
+    from pytest_ldd.report.history import report_history
 
-    del calibrator  # the registry already holds every figure the report shows
-    store = registry.store
-    names = list(registry.names())
     metrics: list[dict[str, Any]] = []
-    versions: dict[str, int] = {}
-    for name in names:
-        spec = registry.spec(name)
+    for name in registry.names():
         entry = state_json(registry.state(name), registry.gate_for(name))
-        entry["spec"] = spec.to_json()
+        entry["spec"] = registry.spec(name).to_json()
         metrics.append(entry)
-        versions[name] = spec.version
-
-    # Missing files read as empty; nothing is created.
-    pair_log = read_log(store, "pairs", budget=budget)
-    calibrations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for record in pair_log.records:  # validated lines (records.check_line)
-        owner = record["metric_name"]
-        if owner in versions and record["metric_version"] == versions[owner]:
-            line = normalized_pair(record, registry.get(owner).normalize)
-            calibrations[owner].append(_pair_json(line))
-    observation_log = read_log(store, "observations", budget=budget)
-    observations: dict[str, list[dict[str, Any]]] = {name: [] for name in names}
-    for record in observation_log.records:
-        owner = record.get("metric_name")
-        if isinstance(owner, str) and record.get("metric_version") == versions.get(owner):
-            observations[owner].append(_observation_json(record))
-    stored_sessions, _ = store.read_log("sessions")
-
-    history: list[dict[str, Any]] = []
-    seen: set[object] = set()
-    for item in [*stored_sessions, *sessions, *([session] if session is not None else [])]:
-        key = item.get("session_id")
-        if key is not None and key in seen:
-            continue
-        seen.add(key)
-        history.append(_session_history(item, len(history) + 1))
-
-    sampling = None
-    if not (pair_log.complete and observation_log.complete):
-        sampling = {
-            "calibrations": pair_log.describe(),
-            "observations": observation_log.describe(),
-        }
+    history = report_history(registry, session=session, sessions=sessions, budget=budget)
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
         "generated_at": _now(),
-        "ldd_dir": store.location,
+        "ldd_dir": registry.store.location,
         "session": dict(session) if session is not None else None,
         "metrics": metrics,
-        "history": {
-            "calibrations": calibrations,
-            "observations": observations,
-            "sessions": history,
-            "sampling": sampling,
-        },
+        "history": history,
     }
 
 
@@ -228,20 +137,10 @@ def render_html(doc: Mapping[str, Any]) -> str:
 
 
 def _write_text(path: str | os.PathLike[str], text: str) -> Path:
-    """Write to a temp file beside ``path`` then replace it: readers never see half."""
+    """Write ``text`` to ``path`` whole: readers never see half of it."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        os.chmod(tmp, new_file_mode())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    replace_file(target, text.encode("utf-8"))
     return target
 
 

@@ -1,183 +1,123 @@
-"""What a report reads of an append-only log: all of it, or a bounded, even excerpt.
+"""The history a report shows: each metric's pairs and observations, and the sessions.
 
-A report of a long history must not cost what the history costs: at a million pairs
-the logs hold some 600 MB, and a page a person reads needs a few thousand points.
-:func:`read_log` therefore reads a log whole only while it is at most ``budget``
-bytes.  A longer log is read as an **excerpt**:
-
-- the **tail**, the last ``budget / 2`` bytes, every line of it (the recent sessions
-  in full detail);
-- an **even sample** of the rest: ``samples`` probes at evenly spaced byte offsets,
-  each reading the one line that starts after it.
-
-Both are deterministic: the same file gives the same excerpt, in file order.  Lines
-of similar length make the byte-even sample close to a line-even one.  The cost is
-about ``budget / 2 + samples x 1 KB`` of reading, whatever the size of the log.
-
-In an excerpt a line that is not a JSON object is skipped with an
-:class:`~pytest_ldd.errors.LddWarning` naming the file and byte offset (a whole read
-applies the store's strict rules, and ``ldd metric verify`` reads every line).
+Per metric, the calibration pairs and the observations of its current version,
+oldest first (a pair logged as raw values is shown normalized, its raw values kept);
+then the sessions, each once, numbered from 1.  A report may read whole logs, unlike
+``status`` and promotion; with a ``budget`` a long log is read as an excerpt
+(:meth:`~pytest_ldd.store.Store.read_excerpt`: its tail and an even sample of the
+rest), and ``sampling`` says so.
 """
 
 from __future__ import annotations
 
-import json
-import warnings
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO, Final, final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
-from pytest_ldd.errors import LddWarning
-from pytest_ldd.model.records import check_line
+from pytest_ldd.model.records import normalized_pair
 
 if TYPE_CHECKING:
-    from pytest_ldd.store import LogName, Store
+    from pytest_ldd.calibration.registry import MetricRegistry
 
-__all__ = ["SAMPLE_LINES", "LogExcerpt", "read_log"]
-#: Lines sampled evenly from the part of a long log before its tail.
-SAMPLE_LINES: Final = 3000
-#: Bytes read at each probe; a longer line is read on, up to _MAX_LINE.
-_WINDOW: Final = 1024
-_MAX_LINE: Final = 1 << 20
+__all__ = ["report_history"]
 
-
-@final
-@dataclass(frozen=True, slots=True)
-class LogExcerpt:
-    """The records read of one log, in file order, and how they were chosen."""
-
-    records: list[dict[str, Any]] = field(default_factory=list)
-    #: Every line was read.
-    complete: bool = True
-    #: Size of the log in bytes.
-    size: int = 0
-    #: Byte offset from which every line was read (0 when complete).
-    tail_from: int = 0
-    #: Lines read by the even sample before the tail (0 when complete).
-    sampled: int = 0
-
-    def describe(self) -> dict[str, Any]:
-        """The excerpt as a JSON object (``history.sampling`` of the report)."""
-        return {
-            "complete": self.complete,
-            "bytes": self.size,
-            "tail_bytes": self.size - self.tail_from,
-            "sampled_lines": self.sampled,
-            "records": len(self.records),
-        }
+#: What a session's history entry keeps of each metric row of the session document.
+_SESSION_METRIC_KEYS: Final = (
+    "name",
+    "unit",
+    "state_before",
+    "state_after",
+    "gates",
+    "breaches",
+)
 
 
-def read_log(
-    store: Store,
-    log: LogName,
+def report_history(
+    registry: MetricRegistry,
     *,
+    session: Mapping[str, Any] | None = None,
+    sessions: Sequence[Mapping[str, Any]] = (),
     budget: int | None = None,
-    samples: int = SAMPLE_LINES,
-) -> LogExcerpt:
-    """The records of the store's ``log``: whole up to ``budget`` bytes, else an excerpt.
+) -> dict[str, Any]:
+    """The ``history`` object of the report document (see ``docs/report.md``).
 
-    ``budget`` ``None`` reads every record with the store's own rules (torn lines
-    warned about, malformed ones an error).  A missing log is an empty one.  A store
-    that keeps its logs elsewhere than in files is read whole.
+    The sessions are every record of the store's session log, then ``sessions``,
+    then ``session``, each once (by ``session_id``).  ``budget`` bounds what is read
+    of the pair and observation logs (bytes; ``None``: everything).  Missing logs
+    read as empty; nothing is created.
     """
-    log_path = getattr(store, "log_path", None)
-    if log_path is None:
-        return LogExcerpt([r for r, _ in store.iter_log(log) if r is not None], True, 0, 0, 0)
-    path = log_path(log)
-    target = Path(path)
-    try:
-        size = target.stat().st_size
-    except FileNotFoundError:
-        return LogExcerpt()
-    if budget is None or size <= budget:
-        whole = [r for r, _ in store.iter_log(log) if r is not None]
-        return LogExcerpt(whole, True, size, 0, 0)
-    if budget < 2 or samples < 0:
-        msg = f"'budget' must be >= 2 and 'samples' >= 0 (got {budget!r}, {samples!r})"
-        raise ValueError(msg)
-    with open(target, "rb") as handle:
-        tail_from = _line_start(handle, size - budget // 2)
-        records: list[dict[str, Any]] = []
-        seen: set[int] = set()
-        for i in range(samples):
-            start = _line_start(handle, i * tail_from // samples)
-            if start >= tail_from or start in seen:
-                continue
-            seen.add(start)
-            raw = _line_at(handle, start, tail_from)
-            record = _parse(raw, target, start, log) if raw is not None else None
-            if record is not None:
-                records.append(record)
-        sampled = len(records)
-        handle.seek(tail_from)
-        offset = tail_from
-        data = handle.read(size - tail_from)
-        lines = data.split(b"\n")
-        # Without a final newline the last line is still being written: not read.
-        for raw in lines[:-1]:
-            record = _parse(raw, target, offset, log)
-            if record is not None:
-                records.append(record)
-            offset += len(raw) + 1
-    return LogExcerpt(records, False, size, tail_from, sampled)
+    store = registry.store
+    versions = {name: registry.spec(name).version for name in registry.names()}
+    pair_log = store.read_excerpt("pairs", budget=budget)
+    calibrations: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
+    for record in pair_log.records:  # validated records (records.check_line)
+        owner = record["metric_name"]
+        if owner in versions and record["metric_version"] == versions[owner]:
+            line = normalized_pair(record, registry.get(owner).normalize)
+            calibrations[owner].append(_pair_json(line))
+    observation_log = store.read_excerpt("observations", budget=budget)
+    observations: dict[str, list[dict[str, Any]]] = {name: [] for name in versions}
+    for record in observation_log.records:
+        owner = record.get("metric_name")
+        if isinstance(owner, str) and record.get("metric_version") == versions.get(owner):
+            observations[owner].append(_observation_json(record))
+    stored_sessions, _ = store.read_log("sessions")
+    numbered: list[dict[str, Any]] = []
+    seen: set[object] = set()
+    for item in [*stored_sessions, *sessions, *([session] if session is not None else [])]:
+        key = item.get("session_id")
+        if key is not None and key in seen:
+            continue
+        seen.add(key)
+        numbered.append(_session_json(item, len(numbered) + 1))
+    sampling = None
+    if not (pair_log.complete and observation_log.complete):
+        sampling = {
+            "calibrations": pair_log.describe(),
+            "observations": observation_log.describe(),
+        }
+    return {
+        "calibrations": calibrations,
+        "observations": observations,
+        "sessions": numbered,
+        "sampling": sampling,
+    }
 
 
-def _line_start(handle: BinaryIO, offset: int) -> int:
-    """The offset of the first line that starts at or after ``offset``."""
-    if offset <= 0:
-        return 0
-    position = offset - 1
-    while True:
-        handle.seek(position)
-        chunk = handle.read(_WINDOW)
-        if not chunk:
-            return position
-        found: int = chunk.find(b"\n")
-        if found >= 0:
-            return position + found + 1
-        position += len(chunk)
-        if position - offset > _MAX_LINE:
-            return position
+def _pair_json(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "predicted": record.get("predicted"),
+        "observed": record.get("observed"),
+        "raw_predicted": record.get("raw_predicted"),
+        "raw_observed": record.get("raw_observed"),
+        "timestamp": record.get("timestamp"),
+        "session_id": record.get("session_id"),
+        "nodeid": record.get("nodeid"),
+    }
 
 
-def _line_at(handle: BinaryIO, start: int, end: int) -> bytes | None:
-    """The line starting at ``start`` (without its newline), if it ends before ``end``."""
-    handle.seek(start)
-    data = b""
-    while len(data) <= _MAX_LINE:
-        chunk = handle.read(_WINDOW)
-        if not chunk:
-            return None
-        data += chunk
-        found = data.find(b"\n")
-        if found >= 0:
-            return data[:found] if start + found < end else None
-    return None
+def _observation_json(record: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "raw": record.get("raw"),
+        "normalized": record.get("normalized"),
+        "timestamp": record.get("timestamp"),
+        "session_id": record.get("session_id"),
+        "nodeid": record.get("nodeid"),
+    }
 
 
-def _parse(raw: bytes, path: Path, offset: int, log: LogName) -> dict[str, Any] | None:
-    text = raw.strip()
-    if not text:
-        return None
-    try:
-        record = json.loads(text)
-    except ValueError:
-        record = None
-    problem = "not a JSON object"
-    if isinstance(record, dict):
-        # The same rules as a whole read (records.check_line), so no line of an
-        # unexpected shape reaches the report.
-        try:
-            check_line[log](record)
-        except KeyError as err:
-            problem = f"no {err.args[0]!r} key"
-        except (TypeError, ValueError) as err:
-            problem = str(err)
-        else:
-            return record
-    msg = (
-        f"{path}: skipped the line at byte {offset} of a sampled read: {problem} "
-        "(ldd metric verify reads every line)"
-    )
-    warnings.warn(msg, LddWarning, stacklevel=4)
-    return None
+def _session_json(session: Mapping[str, Any], number: int) -> dict[str, Any]:
+    return {
+        "number": number,
+        "session_id": session.get("session_id"),
+        "started_at": session.get("started_at"),
+        "ended_at": session.get("ended_at"),
+        "commit": session.get("commit"),
+        "counts": dict(session.get("counts") or {}),
+        "corpus": dict(session.get("corpus") or {}),
+        "state_changes": [dict(change) for change in session.get("state_changes") or ()],
+        "metrics": [
+            {key: m.get(key) for key in _SESSION_METRIC_KEYS}
+            for m in session.get("metrics") or ()
+            if isinstance(m, Mapping)
+        ],
+    }

@@ -14,7 +14,6 @@ from calibration_support import (
     log_errors,
     rate,
     re_match,
-    recording_context,
     snapshot,
 )
 
@@ -499,13 +498,10 @@ def test_own_pairs_from_memory_equal_a_full_read(tmp_path: Path) -> None:
     assert cal.stats("a") == cal.recompute("a")
 
 
-def test_past_the_memory_cap_own_pairs_are_read_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import pytest_ldd.store.files
-
-    monkeypatch.setattr(pytest_ldd.store.files, "_MAX_REMEMBERED_LINES", 3)
-    registry = MetricRegistry(TraceStore(tmp_path))
+def test_past_the_memory_cap_own_pairs_are_read_back(tmp_path: Path) -> None:
+    store = TraceStore(tmp_path)
+    store.appender.remembered = 3
+    registry = MetricRegistry(store)
     registry.register(rate())
     cal = Calibrator(registry)
     log_errors(cal, "pass_rate", [0.1, 0.2, 0.3])
@@ -538,29 +534,3 @@ def test_only_changed_histograms_are_packed_again(tmp_path: Path) -> None:
     final = Calibrator(MetricRegistry(TraceStore(tmp_path)))
     assert final.stats("a").p95_error == final.recompute("a").p95_error == pytest.approx(0.9)
     assert final.verify() == []
-
-
-def test_a_recording_session_syncs_its_logs_before_metrics_json_counts_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger, TestRecorder
-
-    registry = MetricRegistry(TraceStore(tmp_path))
-    registry.register(rate())
-    ctx = recording_context(registry)
-    ledger = SessionLedger(ctx)
-    recorder = TestRecorder(ctx, "test_a.py::test_a")
-    recorder.observe("pass_rate", 0.5, 0.5)
-    ledger.consume(recorder.take_payload() or {})
-    store = registry.store
-    events: list[str] = []
-    real_sync, real_write = store.sync, store.replace_registry
-    monkeypatch.setattr(
-        store, "sync", lambda paths=None: events.append("sync") or real_sync(paths)
-    )
-    monkeypatch.setattr(
-        store, "replace_registry", lambda doc: events.append("write") or real_write(doc)
-    )
-    ledger.finish()
-    assert events == ["sync", "write"]
-    assert Calibrator(MetricRegistry(TraceStore(tmp_path))).stats("pass_rate").n == 1

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
-import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,7 +12,6 @@ from calibration_support import (
     latency,
     log_errors,
     rate,
-    recording_context,
     snapshot,
 )
 
@@ -338,69 +335,6 @@ def test_two_registries_on_one_store(store: TraceStore) -> None:
     assert cal_one.verify() == []
 
 
-@pytest.mark.parametrize(
-    ("text", "expected"), [("{not json", "not valid JSON"), ("[1, 2]", "not an object")]
-)
-def test_a_malformed_worker_payload_is_a_clear_error(
-    tmp_path: Path, text: str, expected: str
-) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger
-
-    registry = MetricRegistry(TraceStore(tmp_path))
-    ctx = recording_context(registry)
-    with pytest.raises(InvalidObservationError, match=expected):
-        SessionLedger(ctx).consume(text)
-    assert not registry.store.exists()
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ('{"counts": [1]}', "'counts' must map"),
-        ('{"counts": {"x": [1]}}', "'counts' must map"),
-        ('{"lines": [1, 0]}\nnot json', "'observations' must be JSON objects"),
-        ('{"lines": [0, 1]}\n{"a": 1} x', "'pairs' must be JSON objects"),
-        ('{"lines": [0, 1]}', "'lines' says [0, 1] but 0 lines follow"),
-        ('{"lines": [1, 0]}\n{"a": 1}\n{"b": 2}', "'lines' says [1, 0] but 2 lines"),
-        ('{"lines": "2"}\n{"a": 1}', "'lines' says '2'"),
-        ('{"errors": [["m", 1]]}', "'errors' must be a list"),
-        ('{"breaches": [{"value": 1}]}', "'breaches' is malformed"),
-        ('{"history": "x"}', "'history' is malformed"),
-    ],
-)
-def test_a_worker_payload_of_another_shape_writes_nothing(
-    tmp_path: Path, text: str, expected: str
-) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger
-
-    registry = MetricRegistry(TraceStore(tmp_path))
-    ctx = recording_context(registry)
-    with pytest.raises(InvalidObservationError, match=re.escape(expected)) as info:
-        SessionLedger(ctx).consume(text)
-    assert "same version" in str(info.value)
-    assert not registry.store.exists()
-
-
-def test_a_payload_survives_its_trip_as_text(tmp_path: Path) -> None:
-    from pytest_ldd.plugin.recording import SessionLedger, TestRecorder, payload_text
-
-    def session(folder: Path, as_text: bool) -> dict[str, bytes]:
-        registry = MetricRegistry(TraceStore(folder))
-        registry.register(latency())
-        ctx = recording_context(registry, ship_specs=True)
-        recorder, ledger = TestRecorder(ctx, "t.py::t"), SessionLedger(ctx)
-        recorder.observe("latency", math.inf, 3)
-        recorder.observe("latency", 7)
-        payload = recorder.take_payload()
-        assert payload is not None
-        ledger.consume(payload_text(payload) if as_text else payload)
-        assert (ledger.observations, ledger.pairs) == (2, 1)
-        store = registry.store
-        return {p.name: p.read_bytes() for p in (store.observations_path, store.calibrations_path)}
-
-    assert session(tmp_path / "text", True) == session(tmp_path / "dict", False)
-
-
 # -- accessor fingerprints -----------------------------------------------------------
 
 
@@ -462,3 +396,92 @@ def test_a_spec_without_accessor_has_no_fingerprint(store: TraceStore) -> None:
     MetricRegistry(store).register(_latency(None))
     (state,) = json.loads(store.metrics_path.read_text())["promotions"]
     assert "accessor_fingerprints" not in state
+
+
+# -- the public API the calibrator moves states through --------------------------------
+
+
+def _counting_writes(registry: MetricRegistry) -> list[Any]:
+    writes: list[Any] = []
+    original = registry.store.replace_registry
+
+    def counting(doc: Any) -> bytes:
+        writes.append(doc)
+        return original(doc)
+
+    registry.store.replace_registry = counting  # type: ignore[method-assign]
+    return writes
+
+
+def test_a_transaction_writes_once_and_only_when_something_changed(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register_many([rate("a"), rate("b")])
+    writes = _counting_writes(registry)
+    with registry.transaction():
+        pass
+    assert writes == []
+    with registry.transaction():
+        with registry.transaction():  # nested: still one write, at the outermost end
+            registry.set_state("a", MetricState("a", 1, demoted_at="2026-12-01T08:00:00Z"))
+        registry.extend_history({("b", "t"): [1.0]})
+        assert writes == []
+    assert len(writes) == 1
+    reopened = MetricRegistry(store)
+    assert reopened.history("b", "t") == [1.0]
+
+
+def test_a_transaction_that_raises_writes_nothing(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register(rate("a"))
+    before = store.metrics_path.read_bytes()
+
+    def fail_half_way() -> None:
+        with registry.transaction():
+            registry.extend_history({("a", "t"): [1.0]})
+            raise RuntimeError
+
+    with pytest.raises(RuntimeError):
+        fail_half_way()
+    assert store.metrics_path.read_bytes() == before
+
+
+def test_a_read_only_registry_has_no_transaction(store: TraceStore) -> None:
+    registry = MetricRegistry(store, read_only=True)
+    with pytest.raises(LddError, match="read_only=True"), registry.transaction():
+        pass
+    assert not store.exists()
+
+
+def test_a_state_lagging_behind_its_pairs_is_refreshed_before_any_write(
+    store: TraceStore,
+) -> None:
+    # Five pairs counted (by a calibrator's stats, in memory), never evaluated: the
+    # next write of the document re-evaluates the state with the registry's gate,
+    # whoever writes (here a registration, no calibrator involved).
+    registry = MetricRegistry(store)
+    registry.register(rate("a"))
+    log_errors(Calibrator(registry), "a", [0.0] * 5)
+    stats = Calibrator(registry).stats("a")
+    assert (stats.n, registry.state("a").n) == (5, 0)
+    registry.register(rate("b"))
+    assert registry.state("a").is_load_bearing
+    assert MetricRegistry(store).state("a").n == 5
+
+
+def test_a_state_must_be_of_the_registered_version(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register(rate("a", version=2))
+    with pytest.raises(ValueError, match="must be of version 2"):
+        registry.set_state("a", MetricState("a", 1))
+
+
+def test_composites_are_evaluated_after_their_components(store: TraceStore) -> None:
+    registry = MetricRegistry(store)
+    registry.register_many([rate("a"), rate("b"), rate("c")])
+    both = weighted_sum("both", [(rate("a"), 1.0), (rate("b"), 1.0)], description="a and b")
+    registry.register(both)
+    assert registry.evaluation_order(["a"]) == ["a", "both"]
+    assert registry.evaluation_order(["c"]) == ["c"]
+    assert registry.evaluation_order() == ["a", "b", "c", "both"]
+    assert registry.components_load_bearing("c")
+    assert not registry.components_load_bearing("both")

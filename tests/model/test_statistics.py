@@ -81,3 +81,26 @@ def test_an_accumulator_keeps_its_positions_in_its_stores_form() -> None:
     assert back.histogram == acc.histogram
     with pytest.raises(StoreCorruptError, match="doc: calibration state is malformed"):
         Accumulator.from_json(data, "doc", lambda d: d["missing"])
+
+
+def test_a_state_is_evaluated_by_one_rule() -> None:
+    from pytest_ldd.model.statistics import MetricState, evaluate_state
+
+    gate = CalibrationGate(min_n=2, max_mae=0.1)
+    good = CalibrationStats(3, 0.05, 0.05, 0.05, 0.05)
+    bad = CalibrationStats(3, 0.5, 0.5, 0.5, 0.5)
+    advisory = MetricState("m", 1)
+    promoted = evaluate_state(advisory, good, gate, now="2026-12-01T08:00:00Z")
+    assert promoted.state == "load_bearing"
+    assert (promoted.n, promoted.mae) == (3, 0.05)
+    assert promoted.promoted_at == "2026-12-01T08:00:00Z"
+    # A composite waits for its components, however good its own pairs.
+    waiting = evaluate_state(advisory, good, gate, components_load_bearing=False, now="x")
+    assert waiting.state == "insufficient_data"
+    assert waiting.promoted_at is None
+    demoted = evaluate_state(promoted, bad, gate, now="2026-12-02T08:00:00Z")
+    assert demoted.state == "drifting"
+    assert demoted.promoted_at == "2026-12-01T08:00:00Z"
+    assert demoted.demoted_at == "2026-12-02T08:00:00Z"
+    again = evaluate_state(demoted, good, gate, now="2026-12-03T08:00:00Z")
+    assert (again.promoted_at, again.demoted_at) == ("2026-12-03T08:00:00Z", None)

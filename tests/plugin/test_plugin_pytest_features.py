@@ -525,7 +525,16 @@ def pytest_unconfigure():
 """
 
 #: What loading the plugin may cost a session that does not use it.
-CHEAP = {"pytest_ldd", "pytest_ldd.plugin", "pytest_ldd.errors", "pytest_ldd.plugin.hookspecs"}
+CHEAP = {
+    "pytest_ldd",
+    "pytest_ldd.errors",
+    "pytest_ldd.plugin",
+    "pytest_ldd.plugin.hookspecs",
+    "pytest_ldd.plugin.options",
+    "pytest_ldd.plugin.session",
+    "pytest_ldd.plugin.stash",
+    "pytest_ldd.plugin.yield_tests",
+}
 
 
 def loaded_modules(result: pytest.RunResult) -> set[str]:

@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from calibration_support import write_pair_lines
 
 from pytest_ldd import Calibrator, MetricRegistry, TraceStore, bounded_rate, positive_count
-from pytest_ldd.errors import LddWarning
 from pytest_ldd.model.statistics import CalibrationGate
 from pytest_ldd.report import (
     BREACH_LINES,
@@ -26,7 +26,6 @@ from pytest_ldd.report import (
     write_html,
     write_json,
 )
-from pytest_ldd.report.history import read_log
 from pytest_ldd.report.html import (
     LATEST_SESSION_POINTS,
     MAE_POINTS,
@@ -892,7 +891,6 @@ def test_build_report_document(tmp_path: Path) -> None:
 
     doc = build_report(
         registry,
-        calibrator,
         session=session(session_id="s3"),
         sessions=[stored_session("s1", 0.7), stored_session("s2", 0.5)],
     )
@@ -1018,87 +1016,13 @@ def test_promotion_index_prefers_the_promoting_session() -> None:
     assert promotion_index(pairs, GATE, "2026-01-01T00:00:00Z") == (6, "promoted")
 
 
-# -- reading long logs -----------------------------------------------------------------------
-
-
-def _write_pairs(store: TraceStore, count: int, *, tail: str = "") -> None:
-    store.ldd_dir.mkdir(parents=True, exist_ok=True)
-    lines = [
-        json.dumps(
-            {
-                "metric_name": "accuracy",
-                "metric_version": 1,
-                "predicted": 0.5,
-                "observed": 0.5,
-                "timestamp": "2026-12-01T08:00:00Z",
-                "raw_predicted": 0.5,
-                "raw_observed": 0.5,
-                "session_id": "s1",
-                "nodeid": f"t.py::test_{i:06d}",
-            },
-            separators=(",", ":"),
-        )
-        for i in range(count)
-    ]
-    store.calibrations_path.write_text("\n".join(lines) + "\n" + tail)
-
-
-def _index(record: dict[str, Any]) -> int:
-    return int(str(record["nodeid"]).rsplit("_", 1)[1])
-
-
-def test_read_log_reads_a_short_log_whole(tmp_path: Path) -> None:
-    store = TraceStore(tmp_path)
-    assert read_log(store, "pairs", budget=1000).records == []
-    _write_pairs(store, 50)
-    whole = read_log(store, "pairs", budget=None)
-    assert whole.complete
-    assert [_index(r) for r in whole.records] == list(range(50))
-    assert read_log(store, "pairs", budget=1 << 20).records == whole.records
-
-
-def test_read_log_of_a_long_log_is_its_tail_and_an_even_sample(tmp_path: Path) -> None:
-    store = TraceStore(tmp_path)
-    _write_pairs(store, 20_000, tail='{"metric_name": "accuracy", "metric_ver')
-    size = store.calibrations_path.stat().st_size
-    excerpt = read_log(store, "pairs", budget=200_000, samples=500)
-    assert not excerpt.complete
-    assert excerpt.size == size
-    assert excerpt.tail_from == pytest.approx(size - 100_000, abs=300)
-    indices = [_index(r) for r in excerpt.records]
-    assert indices == sorted(set(indices))  # file order, each line once
-    sampled, tail = indices[: excerpt.sampled], indices[excerpt.sampled :]
-    # The tail is every line up to the last complete one (the torn one is not read).
-    assert tail == list(range(tail[0], 20_000))
-    assert len(tail) == pytest.approx(100_000 / (size / 20_000), abs=2)
-    # The sample spreads evenly over what comes before the tail.
-    assert len(sampled) == 500
-    assert sampled[0] == 0
-    gaps = [b - a for a, b in itertools.pairwise(sampled)]
-    assert max(gaps) - min(gaps) <= 1
-    assert sampled[-1] < tail[0]
-    assert read_log(store, "pairs", budget=200_000, samples=500) == excerpt
-    assert excerpt.describe() == {
-        "complete": False,
-        "bytes": size,
-        "tail_bytes": size - excerpt.tail_from,
-        "sampled_lines": 500,
-        "records": len(indices),
-    }
-
-
-def test_read_log_skips_a_malformed_line_of_an_excerpt_with_a_warning(tmp_path: Path) -> None:
-    store = TraceStore(tmp_path)
-    _write_pairs(store, 5000, tail="not json\n")
-    with pytest.warns(LddWarning, match=r"byte \d+ of a sampled read"):
-        excerpt = read_log(store, "pairs", budget=20_000, samples=10)
-    assert _index(excerpt.records[-1]) == 4999
+# -- a report of a long log ----------------------------------------------------------------
 
 
 def test_build_report_with_a_budget_says_it_read_an_excerpt(tmp_path: Path) -> None:
     registry = MetricRegistry(TraceStore(tmp_path))
     registry.register(accuracy())
-    _write_pairs(registry.store, 20_000)
+    write_pair_lines(registry.store, 20_000)
     whole = build_report(registry)
     assert whole["history"]["sampling"] is None
     assert len(whole["history"]["calibrations"]["accuracy"]) == 20_000

@@ -127,6 +127,17 @@ def test_logs_read_back_in_order(backend: Backend, tmp_path: Path) -> None:
     store.close()
 
 
+def test_an_excerpt_of_a_short_log_is_the_whole_log(backend: Backend, tmp_path: Path) -> None:
+    store = backend.open(tmp_path)
+    assert store.read_excerpt("sessions").records == []
+    store.append_sessions([{"session_id": f"s{i}"} for i in range(50)])
+    for budget in (None, 1 << 20):
+        excerpt = store.read_excerpt("sessions", budget=budget)
+        assert excerpt.complete
+        assert [r["session_id"] for r in excerpt.records] == [f"s{i}" for i in range(50)]
+    store.close()
+
+
 # --------------------------------------------------------------------------- plugin
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from pytest_ldd.errors import InvalidObservationError, LddWarning, StoreCorruptError
 from pytest_ldd.store.files import LogCursor, TraceStore
+from pytest_ldd.store.files.lock import process_lock
 
 PAIR = {"metric_name": "m", "metric_version": 1, "predicted": 0.5, "observed": 0.25}
 EMPTY_DOC: dict[str, Any] = {
@@ -368,7 +369,7 @@ def test_a_deleted_store_folder_is_locked_afresh(tmp_path: Path) -> None:
     other.append_sessions([{"id": "second"}])
     store.append_sessions([{"id": "third"}])
     held = os.stat(store.lock_path).st_ino
-    lock = store._file_lock()
+    lock = process_lock(store.lock_path)
     assert lock._handle is not None
     assert os.fstat(lock._handle.fileno()).st_ino == held
     assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["second", "third"]
@@ -409,9 +410,9 @@ def test_another_writers_torn_line_is_ended_before_the_next_append(tmp_path: Pat
 def test_close_releases_the_open_logs_and_appending_reopens_them(tmp_path: Path) -> None:
     store = TraceStore(tmp_path)
     store.append_sessions([{"id": "first"}])
-    assert store._appenders
+    assert store.appender.holds_open(store.sessions_path)
     store.close()
-    assert not store._appenders
+    assert not store.appender.holds_open(store.sessions_path)
     store.append_sessions([{"id": "second"}])
     assert [r["id"] for r in store.read_jsonl(store.sessions_path)[0]] == ["first", "second"]
 
@@ -482,3 +483,21 @@ def test_positions_are_stored_in_the_keys_of_metrics_json(tmp_path: Path) -> Non
         store.position_from_json({**doc, "log_offset": -1})
     with pytest.raises(TypeError, match="LogCursor"):
         store.position_json(3, LogCursor())  # type: ignore[arg-type]
+
+
+def test_a_process_that_used_many_stores_keeps_none_of_their_files_open(
+    tmp_path: Path,
+) -> None:
+    def open_files() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    def use(index: int) -> None:
+        store = TraceStore(tmp_path / f"project{index}")
+        store.append_sessions([{"id": index}])
+        store.write_metrics(EMPTY_DOC)
+
+    use(0)  # whatever a first use opens for good (a module, a cache)
+    before = open_files()
+    for index in range(1, 40):
+        use(index)
+    assert open_files() == before
