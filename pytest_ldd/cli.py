@@ -55,7 +55,10 @@ def _say(text: str, stream: TextIO | None = None) -> None:
 
 
 def _err(text: str) -> None:
-    print(f"ldd: {printable(_one_line(text))}", file=sys.stderr)
+    from pytest_ldd.store.location import masked
+
+    # Every error and warning line: secrets masked, control characters escaped.
+    print(f"ldd: {printable(masked(_one_line(text)))}", file=sys.stderr)
 
 
 # -- opening the project ---------------------------------------------------------------

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
@@ -153,7 +153,7 @@ class AgentsConfig:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LddConfig:
     """The whole ``[tool.ldd]`` table (defaults when there is none).
 
@@ -172,6 +172,15 @@ class LddConfig:
     store: str | None = None
     #: ``[tool.ldd] project``: the key of this project's rows in a shared store.
     key: str | None = None
+
+    def __repr__(self) -> str:
+        # The store URL may hold a password: shown masked, as in every message.
+        shown = []
+        for item in fields(self):
+            value = getattr(self, item.name)
+            text = repr(masked(value)) if item.name == "store" and value else repr(value)
+            shown.append(f"{item.name}={text}")
+        return f"LddConfig({', '.join(shown)})"
 
     @property
     def ldd_dir(self) -> Path | None:
