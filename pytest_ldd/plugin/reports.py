@@ -98,5 +98,7 @@ def terminal_summary(ldd: LddSession, terminalreporter: Any) -> None:
     if ldd.end_errors:
         if doc is None or mode == "none":
             terminalreporter.write_sep("=", "ldd")
+        from pytest_ldd.plugin.session import shown
+
         for text in ldd.end_errors:
-            terminalreporter.write_line(printable(text), red=True, bold=True)
+            terminalreporter.write_line(shown(text), red=True, bold=True)

@@ -33,9 +33,22 @@ if TYPE_CHECKING:
     from pytest_ldd.plugin.recorder import RunContext, TestRecorder
     from pytest_ldd.plugin.routing import PayloadRoute
 
-__all__ = ["SESSION_PLUGIN", "LddSession"]
+__all__ = ["SESSION_PLUGIN", "LddSession", "shown", "usage_line"]
 
 SESSION_PLUGIN: Final = "ldd-session"
+
+
+def shown(error: object) -> str:
+    """``error``'s text as a message may show it: secrets masked, controls escaped."""
+    from pytest_ldd.report.terminal import printable
+    from pytest_ldd.store.location import masked
+
+    return printable(masked(str(error)))
+
+
+def usage_line(error: object) -> str:
+    """The one line of a usage error (exit status 4), shown safely."""
+    return f"pytest-ldd: {shown(error)}"
 
 
 class LddSession:
@@ -114,7 +127,7 @@ class LddSession:
                     self.config, recording=self.recording, is_worker=self.is_worker
                 )
         except LddError as exc:
-            raise pytest.UsageError(f"pytest-ldd: {exc}") from None
+            raise pytest.UsageError(usage_line(exc)) from None
         if not self.is_worker:
             from pytest_ldd.model.records import utc_timestamp
             from pytest_ldd.plugin.ledger import SessionLedger
@@ -160,8 +173,10 @@ class LddSession:
                 return
             gated = bool(self.ctx.config_bounds) | self._plan(marked)
         except pytest.UsageError as exc:
+            # A marker's name or keywords are the test's, shown as written: escaped.
+            exc = pytest.UsageError(shown(exc))
             if not self.is_worker:
-                raise
+                raise exc from None
             # A usage error raised inside an xdist worker crashes the worker; instead it
             # runs nothing and hands the message to the controller, which stops the
             # session with exit status 4 like a serial run.
@@ -271,10 +286,10 @@ class LddSession:
             raise pytest.UsageError(self.usage_error)
         end_session(self, session, interrupted=bool(session.shouldstop or session.shouldfail))
         if self.error is not None:
-            raise pytest.UsageError(f"pytest-ldd: {self.error}")
+            raise pytest.UsageError(usage_line(self.error))
         if self.warnings.errors and not self.is_worker:
             # (A worker reads the store the controller reads, and warns alike.)
-            raise pytest.UsageError("pytest-ldd: " + "; ".join(self.warnings.errors))
+            raise pytest.UsageError(usage_line("; ".join(self.warnings.errors)))
         return result
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
