@@ -17,6 +17,7 @@ It coordinates the jobs, each in a module of its own: starting the run
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Final
@@ -56,6 +57,8 @@ class LddSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        #: The process that started the session: the only one that records and ends it.
+        self.pid = os.getpid()
         #: ``--co`` writes nothing, whatever ``--ldd`` says.
         self.collect_only = bool(config.getoption("collectonly", False))
         #: ``ldd_junit_properties``: observations become JUnit XML properties.
@@ -82,6 +85,15 @@ class LddSession:
         self._declarations: Declarations | None = None
         self._route: PayloadRoute | None = None
         self._warnings: HeldWarnings | None = None
+
+    def owns_session(self) -> bool:
+        """Whether this process started the session (see :attr:`pid`).
+
+        A test that forks and whose child returns into pytest instead of exiting
+        leaves a second process running the rest of the session: it records
+        nothing, and never ends the session, so no pair is stored twice.
+        """
+        return os.getpid() == self.pid
 
     @property
     def warnings(self) -> HeldWarnings:
@@ -286,7 +298,8 @@ class LddSession:
             raise pytest.UsageError(self.usage_error)
         end_session(self, session, interrupted=bool(session.shouldstop or session.shouldfail))
         if self.error is not None:
-            raise pytest.UsageError(usage_line(self.error))
+            unrecorded = self.ledger.unrecorded_text() if self.ledger is not None else ""
+            raise pytest.UsageError(usage_line(self.error + unrecorded))
         if self.warnings.errors and not self.is_worker:
             # (A worker reads the store the controller reads, and warns alike.)
             raise pytest.UsageError(usage_line("; ".join(self.warnings.errors)))
@@ -295,7 +308,8 @@ class LddSession:
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from pytest_ldd.plugin.reports import write_reports
 
-        write_reports(self, session)
+        if self.owns_session():
+            write_reports(self, session)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from pytest_ldd.plugin.reports import terminal_summary

@@ -5,11 +5,21 @@ copy of the session."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import math
+import re
+import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 from plugin_support import metrics_doc, read_jsonl, run
+
+# Loaded before pytester snapshots sys.modules: its C extension keeps the exception
+# classes of its first import, which a second import of the module would not match.
+with contextlib.suppress(ImportError):
+    import psycopg  # noqa: F401
 
 # -- history_mean at the edge of the float range ---------------------------------------
 
@@ -75,7 +85,9 @@ HOSTILE = "lat\x1b[2J\x07\nFAKE ====== 99 passed in 0.01s ======\u202e"
 
 
 def _assert_escaped(output: str) -> None:
-    assert "\x1b[2J" not in output and "\x07" not in output and "\u202e" not in output
+    assert "\x1b[2J" not in output
+    assert "\x07" not in output
+    assert "\u202e" not in output
     assert not any(line.startswith("FAKE") for line in output.splitlines())
     assert "\\x1b" in output
 
@@ -131,7 +143,9 @@ def test_a_hostile_key_in_tool_ldd_is_escaped(pytester: pytest.Pytester) -> None
     assert not any(line.startswith("FAKE") for line in output.splitlines())
 
 
-def test_the_cli_escapes_an_unknown_name(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_escapes_an_unknown_name(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from pytest_ldd import cli
 
     (tmp_path / "pyproject.toml").write_text(
@@ -142,3 +156,141 @@ def test_the_cli_escapes_an_unknown_name(tmp_path: Path, capsys: pytest.CaptureF
         assert cli.main([*verb, "--project", str(tmp_path)]) == 1
         captured = capsys.readouterr()
         _assert_escaped(captured.out + captured.err)
+
+
+# -- a database store that restarts or stops during a session ----------------------------
+
+RESTARTING_TESTS = """
+import json
+import os
+import subprocess
+
+import pytest
+
+@pytest.mark.parametrize("index", range({tests}))
+@pytest.mark.metric("m", kind="bounded", description="share of checks that failed")
+def test_observe(ldd, index):
+    ldd.observe("m", 0.25, predicted=0.5)
+    if index in {interrupt_at}:
+        subprocess.run(json.loads(os.environ["LDD_SERVER_COMMAND"]), check=True,
+                       capture_output=True, timeout=120)
+"""
+
+
+def _database_project(pytester: pytest.Pytester, server: Any, key: str) -> None:
+    pytester.makepyprojecttoml(f'[tool.ldd]\nstore = "{server.dsn}"\nproject = "{key}"\n')
+
+
+def _stored_pairs(server: Any, key: str) -> list[dict[str, Any]]:
+    from pytest_ldd.store.postgres import PostgresStore
+
+    reader = PostgresStore(server.dsn, key=key)
+    try:
+        return reader.read_log("pairs")[0]
+    finally:
+        reader.close()
+
+
+@pytest.mark.parametrize("restarts", [1, 3])
+def test_a_session_across_server_restarts_stores_every_pair(
+    pytester: pytest.Pytester,
+    private_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    restarts: int,
+) -> None:
+    key = f"restarts-{uuid.uuid4().hex[:8]}"
+    _database_project(pytester, private_server, key)
+    interrupt_at = {10 * (i + 1) for i in range(restarts)}
+    pytester.makepyfile(
+        test_restarts=RESTARTING_TESTS.format(tests=10 * (restarts + 2), interrupt_at=interrupt_at)
+    )
+    monkeypatch.setenv("LDD_SERVER_COMMAND", json.dumps(private_server.command("restart")))
+    result = run(pytester, "--ldd")
+    result.assert_outcomes(passed=10 * (restarts + 2))
+    assert result.ret == 0
+    pairs = _stored_pairs(private_server, key)
+    # Each test's pair exactly once: none lost, none stored twice.
+    nodeids = sorted(p["nodeid"] for p in pairs)
+    expected = sorted(f"test_restarts.py::test_observe[{i}]" for i in range(10 * (restarts + 2)))
+    assert nodeids == expected
+
+
+def test_a_store_that_stays_down_fails_the_session_and_spills_what_it_holds(
+    pytester: pytest.Pytester,
+    private_server: Any,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from pytest_ldd import cli
+
+    monkeypatch.setattr("pytest_ldd.store.postgres.RECONNECT_DELAYS", (0.05, 0.1))
+    key = f"spill-{uuid.uuid4().hex[:8]}"
+    _database_project(pytester, private_server, key)
+    pytester.makepyfile(test_stops=RESTARTING_TESTS.format(tests=30, interrupt_at={9}))
+    monkeypatch.setenv("LDD_SERVER_COMMAND", json.dumps(private_server.command("stop")))
+    try:
+        result = run(pytester, "--ldd")
+        output = result.stdout.str()
+        result.assert_outcomes(passed=30)
+        assert result.ret == 1
+        (line,) = [text for text in output.splitlines() if "were not stored" in text]
+        spilled = sorted((pytester.path / ".ldd-spill").iterdir())
+        assert len(spilled) == 1
+        folder = spilled[0]
+        assert str(folder) in line
+        assert f"ldd store import {folder}" in line
+        counted = re.search(r"(\d+) pairs and (\d+) observations of this session", line)
+        assert counted is not None
+        kept = read_jsonl(folder / "metric_calibrations.jsonl")
+        assert int(counted.group(1)) == len(kept) == int(counted.group(2)) > 0
+        assert len(read_jsonl(folder / "sessions.jsonl")) == 1
+    finally:
+        private_server.start()
+    # Once the store is back, the spill folder loads as any exported store does.
+    assert len(_stored_pairs(private_server, key)) == 30 - len(kept)
+    assert cli.main(["store", "import", str(folder), "--project", str(pytester.path)]) == 0
+    assert "imported" in capsys.readouterr().out
+    pairs = _stored_pairs(private_server, key)
+    assert sorted(p["nodeid"] for p in pairs) == sorted(
+        f"test_stops.py::test_observe[{i}]" for i in range(30)
+    )
+    assert cli.main(["metric", "verify", "--project", str(pytester.path)]) == 0
+
+
+# -- a forked child that returns into pytest ----------------------------------------------
+
+FORKING_TESTS = """
+import os
+
+import pytest
+
+@pytest.mark.metric("m", kind="bounded", description="share of checks that failed")
+def test_fork(ldd):
+    ldd.observe("m", 0.25, predicted=0.5)
+    pid = os.fork()
+    if pid == 0:
+        return  # the child returns into pytest instead of calling os._exit
+    os.waitpid(pid, 0)
+
+@pytest.mark.metric("m")
+def test_after(ldd):
+    ldd.observe("m", 0.5, predicted=0.5)
+"""
+
+
+def test_a_forked_child_that_returns_never_ends_the_session(
+    pytester: pytest.Pytester, backend: Any
+) -> None:
+    backend.write_pyproject(pytester.path)
+    pytester.makepyfile(test_fork=FORKING_TESTS)
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "--ldd")
+    assert result.ret == 0, result.stdout.str()
+    store = backend.open(pytester.path)
+    try:
+        sessions, _ = store.read_log("sessions")
+        pairs, _ = store.read_log("pairs")
+    finally:
+        store.close()
+    assert len(sessions) == 1
+    nodeids = sorted(p["nodeid"] for p in pairs)
+    assert nodeids == ["test_fork.py::test_after", "test_fork.py::test_fork"]
