@@ -157,7 +157,10 @@ def _history(context: object) -> list[float]:
     for index, item in enumerate(context):
         value = _real(item)
         if value is None or math.isnan(value):
-            msg = f"MeanHistoryEstimator {field!r}[{index}] must be a number, not NaN (got {item!r})"
+            msg = (
+                f"MeanHistoryEstimator {field!r}[{index}] must be a number, not NaN "
+                f"(got {item!r})"
+            )
             raise ValueError(msg)
         values.append(value)
     return values

@@ -160,7 +160,8 @@ def test_an_infinity_outside_the_window_is_forgotten() -> None:
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=12))
 def test_the_mean_of_finite_values_is_finite_and_within_them(values: list[float]) -> None:
     value = MeanHistoryEstimator(window=12).predict(values).value
-    assert value is not None and math.isfinite(value)
+    assert value is not None
+    assert math.isfinite(value)
     low, high = min(values), max(values)
     assert low - abs(low) * 1e-12 - 1e-300 <= value <= high + abs(high) * 1e-12 + 1e-300
 

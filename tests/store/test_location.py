@@ -92,7 +92,8 @@ def test_every_way_of_naming_the_store_refuses_it(
                 os.environ["LDD_STORE"] = old
         err = capsys.readouterr().err
         assert code == 2, err
-        assert named in err and "s3cr3t" not in err
+        assert named in err
+        assert "s3cr3t" not in err
         assert len(err.strip().splitlines()) == 1
     config = LddConfig(project=tmp_path, store=location, key="p")
     with pytest.raises(InvalidSpecError, match=named.replace("(", r"\(")):
@@ -109,7 +110,8 @@ def test_a_pytest_session_with_a_dsn_for_a_store_exits_4(pytester: pytest.Pytest
     assert result.ret == 4
     assert "s3cr3t" not in output
     assert "ci:***@db.internal:5432/ldd" in output
-    assert "INTERNALERROR" not in output and "Traceback" not in output
+    assert "INTERNALERROR" not in output
+    assert "Traceback" not in output
     assert not any("s3cr3t" in str(p) for p in pytester.path.rglob("*"))
     assert not (pytester.path / ".ldd").exists()
 
@@ -162,7 +164,8 @@ def test_a_password_in_the_query_never_reaches_the_output(
     config = load_config(tmp_path)
     assert "hunter2" not in repr(config)
     store = config.open_store(environ={})
-    assert "hunter2" not in repr(store) and "hunter2" not in store.location
+    assert "hunter2" not in repr(store)
+    assert "hunter2" not in store.location
 
 
 def test_a_password_in_the_query_never_reaches_pytest_output(pytester: pytest.Pytester) -> None:
@@ -202,7 +205,8 @@ def test_a_project_key_must_be_printable(key: str) -> None:
     with pytest.raises(InvalidSpecError, match="printable") as info:
         check_project_key(key)
     # The message shows the key escaped: it never steers the terminal either.
-    assert "\u202e" not in str(info.value) and "\x85" not in str(info.value)
+    assert "\u202e" not in str(info.value)
+    assert "\x85" not in str(info.value)
 
 
 @pytest.mark.parametrize("key", ["search", "my project", "Projekt-Ä/β", "x" * 200, "a.b:c@d"])
