@@ -26,8 +26,6 @@ a session counts the session's own pairs without reading them back
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
@@ -42,9 +40,7 @@ from pytest_ldd.model.records import (
     pair_error,
 )
 from pytest_ldd.store.document import SCHEMA_VERSION
-from pytest_ldd.store.files.appender import LogAppender, OwnAppends
 from pytest_ldd.store.files.disk import fsync_folder, os_error, os_errors, regular
-from pytest_ldd.store.files.excerpt import read_excerpt
 from pytest_ldd.store.files.lock import FolderLock
 from pytest_ldd.store.files.metrics_file import MetricsFile
 from pytest_ldd.store.files.reader import (
@@ -58,6 +54,7 @@ from pytest_ldd.store.files.reader import (
 from pytest_ldd.store.protocol import SAMPLE_LINES, Cursor, LogExcerpt, LogName, PairRead
 
 if TYPE_CHECKING:
+    from pytest_ldd.store.files.appender import LogAppender, OwnAppends
     from pytest_ldd.store.protocol import Store
 
 __all__ = [
@@ -124,7 +121,7 @@ class TraceStore:
         self.lock_path: Path = folder / LOCK_FILE
         self._lock = FolderLock(folder, self.lock_path, lock_timeout)
         self.metrics = MetricsFile(self.metrics_path, self._lock)
-        self.appender = LogAppender()
+        self._appender: LogAppender | None = None
         self._positions = LogPositions(self.calibrations_path)
 
     def __repr__(self) -> str:
@@ -152,6 +149,16 @@ class TraceStore:
     def registry_location(self) -> str:
         """``metrics.json``'s path, as text."""
         return str(self.metrics_path)
+
+    @property
+    def appender(self) -> LogAppender:
+        """What appends to the logs (made on first use: a store that only reads never
+        imports it)."""
+        if self._appender is None:
+            from pytest_ldd.store.files.appender import LogAppender
+
+            self._appender = LogAppender()
+        return self._appender
 
     @property
     def lock_timeout(self) -> float:
@@ -200,6 +207,9 @@ class TraceStore:
         raises, the store is left as it was.  The lock is held throughout: no other
         writer interleaves.
         """
+        import shutil  # only a staged write needs them: not paid by every command
+        import tempfile
+
         with self.lock():
             stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=self.ldd_dir))
             try:
@@ -348,7 +358,8 @@ class TraceStore:
 
     def close(self) -> None:
         """Close the logs this store keeps open for appending (it reopens them if needed)."""
-        self.appender.close()
+        if self._appender is not None:
+            self._appender.close()
 
     def __del__(self) -> None:
         with suppress(Exception):
@@ -360,7 +371,7 @@ class TraceStore:
         Only batches appended with ``facts`` count; see
         :meth:`~pytest_ldd.store.files.appender.LogAppender.own_appends`.
         """
-        return self.appender.own_appends(path)
+        return None if self._appender is None else self._appender.own_appends(path)
 
     def append_calibrations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
@@ -453,6 +464,8 @@ class TraceStore:
     ) -> LogExcerpt:
         """``log``'s records, whole up to ``budget`` bytes, else its tail and an even
         sample of the rest by byte offsets (:mod:`pytest_ldd.store.files.excerpt`)."""
+        from pytest_ldd.store.files.excerpt import read_excerpt
+
         return read_excerpt(
             self.log_path(log),
             log,
@@ -493,8 +506,8 @@ class TraceStore:
             )
             raise StoreCorruptError(msg, path=str(path))
         begin = min(mine)
-        if not recount:
-            own = self.appender.own_pairs(path, begin)
+        if not recount and self._appender is not None:
+            own = self._appender.own_pairs(path, begin)
             if own is not None:
                 return iter(own)
         return read_pairs(path, begin, self.required_keys(path))
@@ -567,7 +580,7 @@ class TraceStore:
                 raise os_error(err, path, "fsync") from err
 
     def _sync_one(self, path: Path) -> None:
-        if self.appender.sync(path):
+        if self._appender is not None and self._appender.sync(path):
             return
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -589,3 +602,13 @@ if TYPE_CHECKING:
     def _is_a_store(store: TraceStore) -> Store:
         # The type checker proves here that the file store implements the protocol.
         return store
+
+
+def __getattr__(name: str) -> Any:
+    # OwnAppends stays importable from here; its module loads with the first append.
+    if name == "OwnAppends":
+        from pytest_ldd.store.files.appender import OwnAppends
+
+        return OwnAppends
+    msg = f"module 'pytest_ldd.store.files' has no attribute {name!r}"
+    raise AttributeError(msg)
