@@ -17,12 +17,12 @@ from pytest_ldd.errors import LddError, StoreUnavailableError
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_ldd.plugin.session import LddSession
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["end_session"]
 
 
-def end_session(ldd: LddSession, session: pytest.Session, *, interrupted: bool) -> None:
+def end_session(ldd: SessionState, session: pytest.Session, *, interrupted: bool) -> None:
     """End ``ldd``'s session: its document built, recorded when recording.
 
     Only the process that started the session ends it: a child forked by a test
@@ -71,7 +71,7 @@ def end_session(ldd: LddSession, session: pytest.Session, *, interrupted: bool) 
 
 
 def _spill(
-    ldd: LddSession,
+    ldd: SessionState,
     session: pytest.Session,
     outage: StoreUnavailableError,
     document: dict[str, object],
