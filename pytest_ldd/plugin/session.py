@@ -35,21 +35,15 @@ if TYPE_CHECKING:
     from pytest_ldd.plugin.routing import PayloadRoute
     from pytest_ldd.plugin.stash import SessionState
 
-__all__ = ["SESSION_PLUGIN", "LddSession", "shown", "usage_line"]
+__all__ = ["SESSION_PLUGIN", "LddSession", "usage_line"]
 
 SESSION_PLUGIN: Final = "ldd-session"
 
 
-def shown(error: object) -> str:
-    """``error``'s text as a message may show it: secrets masked, controls escaped."""
-    from pytest_ldd.report.terminal import printable
-    from pytest_ldd.store.location import masked
-
-    return printable(masked(str(error)))
-
-
 def usage_line(error: object) -> str:
     """The one line of a usage error (exit status 4), shown safely."""
+    from pytest_ldd.plugin.reports import shown
+
     return f"pytest-ldd: {shown(error)}"
 
 
@@ -187,6 +181,8 @@ class LddSession:
             gated = bool(self.ctx.config_bounds) | self._plan(marked)
         except pytest.UsageError as exc:
             # A marker's name or keywords are the test's, shown as written: escaped.
+            from pytest_ldd.plugin.reports import shown
+
             exc = pytest.UsageError(shown(exc))
             if not self.is_worker:
                 raise exc from None
