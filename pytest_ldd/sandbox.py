@@ -44,12 +44,16 @@ from pytest_ldd._sandbox.staging import (
     child_environment,
     copy_workspace,
     stage_hidden,
+    workspace_modules,
 )
 from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = ["CONFINEMENTS", "HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
 
-_RUNNER = Path(__file__).with_name("_sandbox") / "runner.py"
+_SANDBOX = Path(__file__).with_name("_sandbox")
+# The test process's own files, copied into the run's folder: the runner loads the
+# probes from beside itself.
+_RUNNER_FILES = ("runner.py", "probes.py")
 # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
 # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts included.
 _TRUSTED_INI = "[pytest]\n"
@@ -385,10 +389,13 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     """Stage the hidden tests and the runner, and build the child's command and settings."""
     limits = options.limits
     suite_root = root / "suite" / (hidden.name if hidden.is_dir() else "hidden")
-    suite = stage_hidden(hidden, suite_root, random.Random(secrets.randbits(64)))
+    modules = workspace_modules([copy / entry for entry in options.pythonpath])
+    rng = random.Random(secrets.randbits(64))
+    suite = stage_hidden(hidden, suite_root, rng, workspace_modules=modules)
     runner_dir = root / "runner"
     runner_dir.mkdir()
-    (runner_dir / "runner.py").write_bytes(_RUNNER.read_bytes())
+    for name in _RUNNER_FILES:
+        (runner_dir / name).write_bytes((_SANDBOX / name).read_bytes())
     (runner_dir / "pytest.ini").write_text(_TRUSTED_INI, encoding="utf-8")
     for name in ("home", "tmp"):
         (root / name).mkdir()
@@ -399,11 +406,16 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         "--basetemp", str(root / "tmp" / "pytest"),
         "-p", "no:cacheprovider",
         "--continue-on-collection-errors",
-        "-q", "--tb=short", "-rfE", "--color=no",
+        # One line per failure: a twin fails for honest code, and a full traceback per
+        # failure would cost a source parse each and push the hidden tests' own
+        # failures out of the output's tail.
+        "-q", "--tb=line", "-rfE", "--color=no",
     ]  # fmt: skip
     for plugin in options.plugins:
         args += ["-p", plugin]
-    args += [str(path) for path in suite.files]
+    # The folder, not its files: the hidden suite's own collect_ignore and
+    # pytest_ignore_collect then apply, as under plain pytest.
+    args.append(str(suite.root))
     pythonpath = [str((copy / entry).resolve()) for entry in options.pythonpath]
     escaped = [p for p in pythonpath if not Path(p).is_relative_to(copy.resolve())]
     if escaped:
@@ -413,6 +425,7 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     settings = {
         "args": args,
         "pythonpath": pythonpath,
+        "workspace": str(copy.resolve()),
         "suite": str(suite.root),
         "limits": limits.rlimits(
             options.timeout, is_root=is_root, user_processes=None if is_root else _user_processes()
@@ -500,6 +513,7 @@ def _grade(
         timeout=options.timeout,
         output_bytes=options.limits.output_bytes,
         unchecked=incomplete,
+        isolation=options.isolation,
     )
     return Verdict(
         passed=judgement.passed,

@@ -15,8 +15,9 @@ and environment scrubbing, and reports through the same authenticated channel
 3. starts the subject process (:mod:`subject`), in this process group, and puts
    :class:`proxies.WorkspaceFinder` last on ``sys.meta_path``; the workspace is never
    on this process's ``sys.path``;
-4. runs ``pytest.main`` with the reporter and the isolation guard, and leaves with
-   ``os._exit``.
+4. probes every comparison of the hidden tests that involves a proxy (see
+   :mod:`probes`), then runs ``pytest.main`` with the reporter and the isolation
+   guard, and leaves with ``os._exit``.
 
 It imports only the standard library and pytest.
 """
@@ -141,6 +142,13 @@ def main() -> int:
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"]))
     reporter = runner.Reporter(channel, [])
+    # Comparisons with workspace objects run in the subject: every proxy is probed.
+    runner.probes.guard_comparisons(
+        str(settings["suite"]),
+        lambda detail: channel.send("liar", id=reporter.current, detail=detail),
+        workspace_like=lambda value: type.__subclasscheck__(proxies.Proxy, type(value)),
+        opaque=runner.probes.opaque_probe(crossing=True),
+    )
     guard = proxies.isolation_guard(pytest, connection)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)
