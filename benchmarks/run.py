@@ -530,8 +530,12 @@ def bench_sandbox(settings: Settings) -> Outcome:
     isolation = getattr(module, "run_isolation", None)
     if isolation is not None:  # isolation="process" beside "inprocess"
         figures["isolation"] = isolation(settings.quick)
+    confinement = getattr(module, "run_confinement", None)
+    if confinement is not None:  # confinement="auto" (Landlock) beside "none"
+        figures["confinement"] = confinement(settings.quick)
     targets = []
-    for item in [*figures.get("targets", ()), *figures.get("isolation", {}).get("targets", ())]:
+    parts = [figures, figures.get("isolation", {}), figures.get("confinement", {})]
+    for item in [target for part in parts for target in part.get("targets", ())]:
         # bench_sandbox may state its own targets in the same shape as ours.
         if isinstance(item, dict) and {"name", "value", "limit"} <= set(item):
             targets.append(

@@ -21,12 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, LddError
-from pytest_ldd.terminal import printable
+from pytest_ldd.report.terminal import printable
 
 if TYPE_CHECKING:
+    from pytest_ldd.calibration.registry import MetricRegistry
     from pytest_ldd.config import LddConfig
-    from pytest_ldd.registry import MetricRegistry
-    from pytest_ldd.statistics import CalibrationGate
+    from pytest_ldd.model.statistics import CalibrationGate
     from pytest_ldd.store import Store
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -116,7 +116,7 @@ def _registered(project: Project) -> list[str]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import format_table
+    from pytest_ldd.report.text import format_table
 
     project = _open(args)
     names = _registered(project)
@@ -139,7 +139,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import REPORT_SCHEMA_VERSION, gate_json, state_json, status_table
+    from pytest_ldd.report.document import REPORT_SCHEMA_VERSION, gate_json, state_json
+    from pytest_ldd.report.text import status_table
 
     project = _open(args)
     names = project.registry.names()
@@ -162,7 +163,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import fmt_error, fmt_value, gate_text
+    from pytest_ldd.report.text import fmt_error, fmt_value, gate_text
 
     project = _open(args)
     project.require(args.name)
@@ -218,7 +219,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _last_session(project: Project, name: str) -> str:
     """``Session 7 · 2026-12-01 19:46 UTC · 1a2b3c4`` of the last session touching ``name``."""
-    from pytest_ldd.report import session_name
+    from pytest_ldd.report.text import session_name
 
     store = project.registry.store
     sessions, _ = store.read_log("sessions")
@@ -230,8 +231,8 @@ def _last_session(project: Project, name: str) -> str:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pytest_ldd.calibrator import Calibrator
-    from pytest_ldd.report import fmt_error, fmt_value
+    from pytest_ldd.calibration.calibrator import Calibrator
+    from pytest_ldd.report.text import fmt_error, fmt_value
 
     project = _open(args, read_only=False)
     project.require(args.name)
@@ -275,7 +276,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from pytest_ldd.calibrator import Calibrator
+    from pytest_ldd.calibration.calibrator import Calibrator
 
     project = _open(args)
     names = project.registry.names()
@@ -291,7 +292,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import HTML_LOG_BUDGET, build_report, write_html, write_json
+    from pytest_ldd.report.document import HTML_LOG_BUDGET, build_report, write_html, write_json
 
     if args.json_path is None and args.html_path is None:
         msg = "report needs --json FILE, --html FILE or both"
@@ -323,7 +324,7 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 def _cmd_store_export(args: argparse.Namespace) -> int:
-    from pytest_ldd.store.transfer import export_store
+    from pytest_ldd.calibration.transfer import export_store
 
     project = _open(args)
     folder = Path(args.to).absolute()
@@ -333,8 +334,8 @@ def _cmd_store_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
+    from pytest_ldd.calibration.transfer import import_store
     from pytest_ldd.store.files import TraceStore
-    from pytest_ldd.store.transfer import import_store
 
     folder = Path(args.folder).absolute()
     if not folder.is_dir():
@@ -348,7 +349,7 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_merge(args: argparse.Namespace) -> int:
-    from pytest_ldd.store.transfer import merge_folders
+    from pytest_ldd.calibration.transfer import merge_folders
 
     project = _open(args)
     inputs = [Path(folder).absolute() for folder in args.folders]

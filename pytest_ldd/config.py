@@ -16,10 +16,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
+from pytest_ldd.calibration.registry import MetricRegistry
 from pytest_ldd.errors import InvalidSpecError, LddError
-from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
-from pytest_ldd.registry import MetricRegistry
-from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.model.corpus import CORPUS_METRICS
+from pytest_ldd.model.metric import Metric, MetricSpec, metric_from_spec
+from pytest_ldd.model.statistics import CalibrationGate
 from pytest_ldd.store import Store, check_project_key, masked
 
 if sys.version_info >= (3, 11):
@@ -353,7 +354,7 @@ class _Reader:
         return replace(base, **overrides)
 
     def bounds(self, key: str, table: Mapping[str, Any]) -> dict[str, float]:
-        from pytest_ldd.gates import check_bounds
+        from pytest_ldd.model.gates import check_bounds
 
         limits = {b: self.limit(f"{key}.{b}", table[b]) for b in BOUND_KEYS if b in table}
         check_bounds(limits, where=f"{key} in {self.path}")
@@ -425,8 +426,6 @@ class _Reader:
                 metrics[name] = self.metric(f"{root}.metrics.{name}", name, item, gate)
         gates: dict[str, dict[str, float]] = {}
         if "gates" in table:
-            from pytest_ldd.recording import CORPUS_METRICS
-
             for name, item in self.table(f"{root}.gates", table["gates"], None).items():
                 key = f"{root}.gates.{name}"
                 bounds = self.table(key, item, BOUND_KEYS)

@@ -310,18 +310,21 @@ def test_isolation_is_validated_and_named(tmp_path: Path) -> None:
         run_hidden_tests(tmp_path / "ws", tmp_path / "hidden", isolation="thread")
     with pytest.raises(SandboxError, match="'isolation'"):
         hidden_tests(tmp_path / "hidden", isolation=None)  # type: ignore[arg-type]
-    checker = hidden_tests(tmp_path / "hidden", isolation="inprocess")
+    checker = hidden_tests(tmp_path / "hidden", isolation="process")
     assert isinstance(checker, HiddenTests)
-    assert "isolation='inprocess'" in repr(checker)
+    assert "isolation='process'" in repr(checker)
 
 
-def test_process_isolation_is_the_default(tmp_path: Path) -> None:
+def test_confined_inprocess_isolation_is_the_default(tmp_path: Path) -> None:
     _write(tmp_path / "hidden", {"test_x.py": "def test_x():\n    pass\n"})
     default = hidden_tests(tmp_path / "hidden")
-    assert default.options.isolation == "process"
+    assert default.options.isolation == "inprocess"
+    assert default.options.confinement == "auto"
     assert "isolation=" not in repr(default)  # the repr names only what differs
-    assert default.options == hidden_tests(tmp_path / "hidden", isolation="process").options
-    assert inspect.signature(run_hidden_tests).parameters["isolation"].default == "process"
+    assert default.options == hidden_tests(tmp_path / "hidden", isolation="inprocess").options
+    parameters = inspect.signature(run_hidden_tests).parameters
+    assert parameters["isolation"].default == "inprocess"
+    assert parameters["confinement"].default == "auto"
 
 
 # -- compatibility -------------------------------------------------------------------
@@ -636,7 +639,9 @@ def _serving(ws: Path, module: str) -> Any:
     connection = proxies.Connection.start(
         [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
         cwd=str(ws),
-        sources={name: (here / f"{name}.py").read_bytes() for name in ("wire", "subject")},
+        sources={
+            name: (here / f"{name}.py").read_bytes() for name in ("confinement", "wire", "subject")
+        },
         pythonpath=[str(ws)],
         deadline=time.monotonic() + 60,
     )

@@ -435,6 +435,24 @@ class _ClassRecord:
 # -- the connection ------------------------------------------------------------------
 
 
+def _is_hello(payload: Any) -> bool:
+    """``("hello", pid, (level, detail))``: the subject's first message.
+
+    The pid is the subject's own view: in a wrapper's PID namespace it is not the one
+    the judge started.
+    """
+    return (
+        type(payload) is tuple
+        and len(payload) == 3
+        and payload[0] == "hello"
+        and type(payload[1]) is int
+        and type(payload[2]) is tuple
+        and len(payload[2]) == 2
+        and payload[2][0] in ("landlock", "none")
+        and type(payload[2][1]) is str
+    )
+
+
 class Connection:
     """The judge's end of the conversation with one subject process."""
 
@@ -480,10 +498,14 @@ class Connection:
         sources: dict[str, bytes],
         pythonpath: Sequence[str],
         deadline: float,
+        confine: Mapping[str, Any] | None = None,
     ) -> Connection:
         """Start the subject and send it its code (it boots while the judge imports pytest).
 
-        Never blocks: what the pipe does not take now, :meth:`hello` sends.
+        ``sources`` holds ``confinement``, ``wire`` and ``subject``, sent in that order;
+        the subject applies ``confine`` (a :mod:`confinement` policy) before it runs
+        anything else.  Never blocks: what the pipe does not take now, :meth:`hello`
+        sends.
         """
         proc = subprocess.Popen(
             list(argv),
@@ -493,9 +515,13 @@ class Connection:
             close_fds=True,
         )
         connection = cls(proc, deadline)
-        settings = {"pythonpath": list(pythonpath)} | {k: len(v) for k, v in sources.items()}
+        settings: dict[str, Any] = {
+            "pythonpath": list(pythonpath),
+            "confine": dict(confine or {"mode": "none"}),
+        }
+        settings |= {k: len(v) for k, v in sources.items()}
         head = (wire_json(settings) + "\n").encode("utf-8")
-        boot = head + sources["wire"] + sources["subject"]
+        boot = head + sources["confinement"] + sources["wire"] + sources["subject"]
         # As much of its code as the pipe takes now, so that it compiles while the
         # judge imports pytest; hello() sends the rest.
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
@@ -520,15 +546,19 @@ class Connection:
             return self._break(f"the subject process did not start: {exc}")
         finally:
             self._hello_deadline = None
-        if message != ("r", -1, ("hello", self.proc.pid)) and not (
-            message[0] == "r" and message[1] == -1
-        ):
+        if message[:2] != ("r", -1) or not _is_hello(message[2]):
             return self._break(f"the subject process did not start: {message!r:.200}")
+        # Sent before the subject imported anything of the workspace: trustworthy.
+        _, _, report = message[2]
+        self.confinement = {"level": report[0], "detail": report[1][:500]}
         self.started = True
         return None
 
     _hello_deadline: float | None = None
     _boot: bytes = b""
+    confinement: Mapping[str, str] = types.MappingProxyType(
+        {"level": "none", "detail": "not started"}
+    )
 
     def _wait(self, fd: int, for_write: bool, deadline: float | None = None) -> None:
         limit = deadline or self._hello_deadline or self.deadline
