@@ -22,6 +22,7 @@ from unittest import mock
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from sandbox_support import write_tree
 
 from pytest_ldd._sandbox import probes
 from pytest_ldd._sandbox.probes import Comparisons, ProbeError, WorkspaceTypes, draw_like
@@ -583,16 +584,8 @@ def test_unittests_assertions_keep_their_meaning_for_honest_values(guarded: list
 # -- through a real run ----------------------------------------------------------------------
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
 def test_a_run_names_the_lie_and_keeps_pytests_explanation(tmp_path: Path) -> None:
-    workspace = _write(
+    workspace = write_tree(
         tmp_path / "ws",
         {
             "calc.py": "def mul(a, b):\n    return a * b\n",
@@ -600,7 +593,7 @@ def test_a_run_names_the_lie_and_keeps_pytests_explanation(tmp_path: Path) -> No
             "    __hash__ = str.__hash__\n\n\ndef word():\n    return L('no')\n",
         },
     )
-    hidden = _write(
+    hidden = write_tree(
         tmp_path / "cmp",
         {
             "test_cmp.py": "from calc import mul\nfrom liar import word\n\n\n"

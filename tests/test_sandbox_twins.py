@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 import pytest
+from sandbox_support import write_tree
 from staged_runs import run_staged, twin_report
 
 from pytest_ldd._sandbox.staging import HiddenSuite, stage_hidden
@@ -95,16 +96,8 @@ def big():
 """
 
 
-def _write(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-    return root
-
-
 def _stage(tmp_path: Path, source: str, seed: int = 0, name: str = "test_t.py") -> HiddenSuite:
-    src = _write(tmp_path / f"hidden{seed}", {name: source})
+    src = write_tree(tmp_path / f"hidden{seed}", {name: source})
     return stage_hidden(
         src, tmp_path / f"staged{seed}", random.Random(seed), workspace_modules=frozenset({"calc"})
     )
@@ -112,12 +105,12 @@ def _stage(tmp_path: Path, source: str, seed: int = 0, name: str = "test_t.py") 
 
 @pytest.fixture
 def good(tmp_path: Path) -> Path:
-    return _write(tmp_path / "good", {"calc.py": CALC})
+    return write_tree(tmp_path / "good", {"calc.py": CALC})
 
 
 @pytest.fixture
 def always(tmp_path: Path) -> Path:
-    return _write(tmp_path / "always", {"calc.py": ALWAYS})
+    return write_tree(tmp_path / "always", {"calc.py": ALWAYS})
 
 
 def _functions(suite: HiddenSuite, name: str = "test_t.py") -> dict[str, ast.FunctionDef]:
@@ -486,7 +479,7 @@ def mul(a, b):
 def test_a_stateful_liar_is_caught_when_the_twin_comes_first(tmp_path: Path) -> None:
     hidden = "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
     hidden += "def test_mul():\n    assert mul(6, 7) == 42\n"
-    liar = _write(tmp_path / "liar", {"calc.py": STATEFUL_LIAR})
+    liar = write_tree(tmp_path / "liar", {"calc.py": STATEFUL_LIAR})
     seen = set()
     for seed in range(40):
         suite = _stage(tmp_path, hidden, seed)
