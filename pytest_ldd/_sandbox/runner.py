@@ -159,7 +159,8 @@ class Reporter:
         self._paths: dict[str, str] = {}
         self._exit = pytest.exit.Exception
         if not hasattr(Reporter.pytest_runtest_makereport, "pytest_impl"):
-            pytest.hookimpl(wrapper=True)(Reporter.pytest_runtest_makereport)
+            # Outermost: what any other wrapper raises is caught too.
+            pytest.hookimpl(wrapper=True, tryfirst=True)(Reporter.pytest_runtest_makereport)
 
     def pytest_load_initial_conftests(self) -> None:
         # Runs after plugins named with -p were imported, before any conftest.py or
