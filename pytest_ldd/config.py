@@ -23,11 +23,6 @@ from pytest_ldd.model.metric import Metric, MetricSpec, metric_from_spec
 from pytest_ldd.model.statistics import CalibrationGate
 from pytest_ldd.store import Store, check_project_key, masked
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
 __all__ = [
     "BOUND_KEYS",
     "PREDICTORS",
@@ -272,6 +267,12 @@ def load_config(project: str | os.PathLike[str]) -> LddConfig:
 
 def load_config_file(path: str | os.PathLike[str]) -> LddConfig:
     """Read ``[tool.ldd]`` from one ``pyproject.toml``-style file."""
+    # Imported here: a project without a pyproject.toml never needs the parser.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
     file = Path(path)
     try:
         with file.open("rb") as handle:

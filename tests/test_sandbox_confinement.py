@@ -826,3 +826,28 @@ def test_the_judges_sys_path_holds_no_folder_the_subject_can_write(tmp_path: Pat
     )
     verdict = run_hidden_tests(workspace, hidden, isolation="process")
     assert verdict.passed, verdict.reason + verdict.output_tail[-3000:]
+
+
+def test_the_bubblewrap_recipe_wraps_the_subject_in_process_isolation(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same recipe as python= for process isolation: only the subject is wrapped,
+    and it confines itself inside the wrapper's namespaces (its pid is not the one the
+    judge started)."""
+    if shutil.which("bwrap") is None:
+        if ON_CI_LINUX:
+            pytest.fail("CI installs bubblewrap (.ci/run): the recipe must be tested there")
+        pytest.skip("bubblewrap is not installed")
+    verdicts: list[Any] = []
+    original = sandbox_module.run_hidden_tests
+
+    def in_process_isolation(*args: Any, **kwargs: Any) -> Any:
+        verdicts.append(original(*args, isolation="process", **kwargs))
+        return verdicts[-1]
+
+    monkeypatch.setattr(sandbox_module, "run_hidden_tests", in_process_isolation)
+    monkeypatch.chdir(tmp_path)
+    exec(compile(_recipe(), str(SECURITY_DOC), "exec"), {"__name__": "recipe"})
+    (verdict,) = verdicts
+    assert verdict.passed, verdict.reason
+    assert verdict.confinement == ("landlock" if ABI else "none")

@@ -15,9 +15,9 @@ import math
 import re
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from numbers import Real
-from typing import Any, Final, final
+from typing import Any, Final, TypeVar, final
 
 from pytest_ldd.errors import InvalidObservationError
 
@@ -244,6 +244,29 @@ def _record_keys(
         raise InvalidObservationError(msg)
 
 
+_Record = TypeVar("_Record", "CalibrationRecord", "ObservationRecord")
+
+
+def _from_line(
+    cls: type[_Record],
+    data: Mapping[str, Any],
+    what: str,
+    required: Sequence[str],
+    source: str,
+) -> _Record:
+    """A record of ``cls`` from one line's dict: ``required`` keys must be there, the
+    other fields default to None, unknown keys are ignored (other tools may add some);
+    an invalid value is an InvalidObservationError naming ``source``."""
+    _record_keys(data, what, required, source)
+    values: dict[str, Any] = {
+        f.name: data[f.name] if f.name in required else data.get(f.name) for f in fields(cls)
+    }
+    try:
+        return cls(**values)
+    except InvalidObservationError as err:
+        raise InvalidObservationError(f"{source}: {err}") from err
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class CalibrationRecord:
@@ -301,21 +324,7 @@ class CalibrationRecord:
         default to ``None``; unknown keys are ignored (other tools may add some).
         """
         required = ("metric_name", "metric_version", "predicted", "observed")
-        _record_keys(data, "calibration record", required, source)
-        try:
-            return cls(
-                metric_name=data["metric_name"],
-                metric_version=data["metric_version"],
-                predicted=data["predicted"],
-                observed=data["observed"],
-                timestamp=data.get("timestamp"),
-                raw_predicted=data.get("raw_predicted"),
-                raw_observed=data.get("raw_observed"),
-                session_id=data.get("session_id"),
-                nodeid=data.get("nodeid"),
-            )
-        except InvalidObservationError as err:
-            raise InvalidObservationError(f"{source}: {err}") from err
+        return _from_line(cls, data, "calibration record", required, source)
 
 
 @final
@@ -357,19 +366,7 @@ class ObservationRecord:
     ) -> ObservationRecord:
         """Read one line's dict; missing keys or invalid values raise InvalidObservationError."""
         required = ("metric_name", "metric_version", "raw", "normalized")
-        _record_keys(data, "observation record", required, source)
-        try:
-            return cls(
-                metric_name=data["metric_name"],
-                metric_version=data["metric_version"],
-                raw=data["raw"],
-                normalized=data["normalized"],
-                timestamp=data.get("timestamp"),
-                session_id=data.get("session_id"),
-                nodeid=data.get("nodeid"),
-            )
-        except InvalidObservationError as err:
-            raise InvalidObservationError(f"{source}: {err}") from err
+        return _from_line(cls, data, "observation record", required, source)
 
 
 def is_raw_pair(record: Mapping[str, Any]) -> bool:

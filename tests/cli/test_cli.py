@@ -112,6 +112,42 @@ def test_version(tmp_path: Path) -> None:
     result = ldd("--version", cwd=tmp_path)
     assert result.returncode == 0
     assert result.stdout.startswith("ldd (pytest-ldd) ")
+    assert result.stdout.strip().split()[-1][0].isdigit()
+
+
+#: What ``ldd metric status`` must not import: each costs start-up time it never uses.
+NOT_FOR_STATUS = (
+    "importlib.metadata",  # only --version asks for the installed version
+    "tempfile",  # writers replace files; status writes nothing
+    "pytest",
+    "pytest_ldd.agents",
+    "pytest_ldd.calibration.calibrator",
+    "pytest_ldd.plugin",
+    "pytest_ldd.report.html",
+    "pytest_ldd.report.history",
+    "pytest_ldd.report.svg",
+    "pytest_ldd.store.files.appender",
+    "pytest_ldd.store.files.excerpt",
+    "pytest_ldd.store.postgres",
+    "tomllib",  # a project without a pyproject.toml
+)
+
+
+def test_status_imports_only_what_it_needs(tmp_path: Path) -> None:
+    project = make_project(tmp_path)
+    (project / "pyproject.toml").unlink(missing_ok=True)
+    code = (
+        "import sys; from pytest_ldd.cli import main; "
+        f"code = main(['metric', 'status', '--project', {str(project)!r}]); "
+        "print(' '.join(sorted(sys.modules))); sys.exit(code)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
+    loaded = set(result.stdout.splitlines()[-1].split())
+    assert "pytest_ldd.calibration.registry" in loaded  # it did read the store
+    assert sorted(loaded.intersection(NOT_FOR_STATUS)) == []
 
 
 @pytest.mark.parametrize(

@@ -34,9 +34,7 @@ from typing import TYPE_CHECKING, Any, Final
 from pytest_ldd.errors import InvalidSpecError, StoreCorruptError
 from pytest_ldd.model.records import PairError, check_line, encode_records
 from pytest_ldd.store.document import SCHEMA_VERSION
-from pytest_ldd.store.files.appender import LogAppender, OwnAppends
 from pytest_ldd.store.files.disk import os_error, regular
-from pytest_ldd.store.files.excerpt import read_excerpt
 from pytest_ldd.store.files.lock import FolderLock
 from pytest_ldd.store.files.metrics_file import MetricsFile
 from pytest_ldd.store.files.reader import (
@@ -50,6 +48,7 @@ from pytest_ldd.store.files.reader import (
 from pytest_ldd.store.protocol import SAMPLE_LINES, Cursor, LogExcerpt, LogName, PairRead
 
 if TYPE_CHECKING:
+    from pytest_ldd.store.files.appender import LogAppender, OwnAppends
     from pytest_ldd.store.protocol import Store
 
 __all__ = [
@@ -110,7 +109,7 @@ class TraceStore:
         self.lock_path: Path = folder / LOCK_FILE
         self._lock = FolderLock(folder, self.lock_path, lock_timeout)
         self.metrics = MetricsFile(self.metrics_path, self._lock)
-        self.appender = LogAppender()
+        self._appender: LogAppender | None = None
         self._positions = LogPositions(self.calibrations_path)
 
     def __repr__(self) -> str:
@@ -138,6 +137,16 @@ class TraceStore:
     def registry_location(self) -> str:
         """``metrics.json``'s path, as text."""
         return str(self.metrics_path)
+
+    @property
+    def appender(self) -> LogAppender:
+        """What appends to the logs (made on first use: a store that only reads never
+        imports it)."""
+        if self._appender is None:
+            from pytest_ldd.store.files.appender import LogAppender
+
+            self._appender = LogAppender()
+        return self._appender
 
     @property
     def lock_timeout(self) -> float:
@@ -284,7 +293,8 @@ class TraceStore:
 
     def close(self) -> None:
         """Close the logs this store keeps open for appending (it reopens them if needed)."""
-        self.appender.close()
+        if self._appender is not None:
+            self._appender.close()
 
     def __del__(self) -> None:
         with suppress(Exception):
@@ -296,7 +306,7 @@ class TraceStore:
         Only batches appended with ``facts`` count; see
         :meth:`~pytest_ldd.store.files.appender.LogAppender.own_appends`.
         """
-        return self.appender.own_appends(path)
+        return None if self._appender is None else self._appender.own_appends(path)
 
     def append_calibrations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
@@ -373,6 +383,8 @@ class TraceStore:
     ) -> LogExcerpt:
         """``log``'s records, whole up to ``budget`` bytes, else its tail and an even
         sample of the rest by byte offsets (:mod:`pytest_ldd.store.files.excerpt`)."""
+        from pytest_ldd.store.files.excerpt import read_excerpt
+
         return read_excerpt(
             self.log_path(log),
             log,
@@ -413,8 +425,8 @@ class TraceStore:
             )
             raise StoreCorruptError(msg, path=str(path))
         begin = min(mine)
-        if not recount:
-            own = self.appender.own_pairs(path, begin)
+        if not recount and self._appender is not None:
+            own = self._appender.own_pairs(path, begin)
             if own is not None:
                 return iter(own)
         return read_pairs(path, begin, self.required_keys(path))
@@ -487,7 +499,7 @@ class TraceStore:
                 raise os_error(err, path, "fsync") from err
 
     def _sync_one(self, path: Path) -> None:
-        if self.appender.sync(path):
+        if self._appender is not None and self._appender.sync(path):
             return
         try:
             fd = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
@@ -504,3 +516,13 @@ if TYPE_CHECKING:
     def _is_a_store(store: TraceStore) -> Store:
         # The type checker proves here that the file store implements the protocol.
         return store
+
+
+def __getattr__(name: str) -> Any:
+    # OwnAppends stays importable from here; its module loads with the first append.
+    if name == "OwnAppends":
+        from pytest_ldd.store.files.appender import OwnAppends
+
+        return OwnAppends
+    msg = f"module 'pytest_ldd.store.files' has no attribute {name!r}"
+    raise AttributeError(msg)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import stat
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from pathlib import Path
@@ -135,6 +134,8 @@ def replace_file(target: Path, data: bytes, *, durable: bool = False) -> None:
     rename itself is made durable too (the folder is fsync-ed).  Raises ``OSError``;
     the temp file is removed whatever fails.
     """
+    import tempfile  # only writers pay for it (``ldd metric status`` never writes)
+
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
     try:
         os.chmod(tmp, new_file_mode())
