@@ -110,6 +110,8 @@ class PayloadRoute:
 
     def _hand_over(self, report: pytest.TestReport) -> None:
         session = self.session
+        if not session.owns_session():
+            return  # a forked child's reports: the parent records this session
         nodeid = report.nodeid
         retried = self._retried_attempt(report)
         ended = report.when == "teardown" or (
@@ -166,4 +168,7 @@ class PayloadRoute:
                 # Raising here would be an INTERNALERROR (and, under xdist, kill the
                 # controller's loop); the session stops cleanly at the end instead.
                 session.error = f"{nodeid}: {exc}"
+        elif payload is not None:
+            # After an error nothing more is written; the error says how much.
+            ledger.count_unrecorded(payload)
         ledger.count_test()
