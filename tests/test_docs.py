@@ -327,6 +327,7 @@ PLUGIN_OPTIONS = {
     plugin.REPORT_OPTION,
     plugin.HTML_OPTION,
     plugin.SUMMARY_OPTION,
+    plugin.SUMMARY_MD_OPTION,
     plugin.OFF_OPTION,
 }
 

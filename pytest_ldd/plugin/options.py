@@ -24,6 +24,7 @@ __all__ = [
     "OFF_OPTION",
     "RECORD_OPTION",
     "REPORT_OPTION",
+    "SUMMARY_MD_OPTION",
     "SUMMARY_OPTION",
     "add_options",
     "check_value_spelling",
@@ -37,6 +38,7 @@ LDD_STORE_OPTION = "--ldd-store"
 REPORT_OPTION = "--ldd-report"
 HTML_OPTION = "--ldd-html"
 SUMMARY_OPTION = "--ldd-summary"
+SUMMARY_MD_OPTION = "--ldd-summary-md"
 OFF_OPTION = "--ldd-off"
 JUNIT_INI = "ldd_junit_properties"
 
@@ -53,7 +55,7 @@ FIXTURES = frozenset({"ldd", "ldd_session"})
 
 #: Options that take a value; pytest reads a value given as a separate argument as
 #: a test path when it chooses the rootdir (before any plugin's options are known).
-_VALUE_OPTIONS = (LDD_DIR_OPTION, REPORT_OPTION, HTML_OPTION, SUMMARY_OPTION)
+_VALUE_OPTIONS = (LDD_DIR_OPTION, REPORT_OPTION, HTML_OPTION, SUMMARY_OPTION, SUMMARY_MD_OPTION)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -118,6 +120,16 @@ def add_options(parser: pytest.Parser) -> None:
         help=(
             "The 'ldd' terminal section: 'auto' shows it when a metric was touched, an "
             "episode graded, or the session records; 'full' always; 'none' never."
+        ),
+    )
+    group.addoption(
+        SUMMARY_MD_OPTION,
+        dest="ldd_summary_md",
+        metavar="FILE.md",
+        default=None,
+        help=(
+            "Append this session's summary as Markdown to FILE.md (GitHub Actions: "
+            "$GITHUB_STEP_SUMMARY, used when this option is not given)."
         ),
     )
 

@@ -138,7 +138,10 @@ class LddSession:
         except LddError as exc:
             raise pytest.UsageError(usage_line(exc)) from None
         if not self.is_worker:
+            from pytest_ldd.plugin.integrations import register_integrations
             from pytest_ldd.plugin.ledger import SessionLedger
+
+            register_integrations(self)
 
             started_at = clock.utc_timestamp(self.started)
             self.ledger = SessionLedger(self.ctx, started_at=started_at)
