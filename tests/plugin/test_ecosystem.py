@@ -3,7 +3,9 @@
 Every scenario runs a small project twice, without and with ``--ldd``: the outcomes
 are the same, and with ``--ldd`` each test's values are recorded once.  pytest-timeout,
 pytest-rerunfailures and faked clocks have files of their own (test_timeouts.py,
-test_reruns.py, test_faked_clocks.py).
+test_reruns.py, test_faked_clocks.py); pytest-html and pytest-json-report are in
+tests/report/test_report_plugins.py.  docs/reference.md's "works with" table lists
+the versions these ran with.
 """
 
 from __future__ import annotations
