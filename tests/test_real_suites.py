@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from realsuites import SUITES, plain_outcomes, stage_suite
 
-from pytest_ldd.sandbox import run_hidden_tests
+from pytest_ldd.sandbox import Verdict, run_hidden_tests
 
 # more_itertools' plain run alone takes ~17 s on a loaded machine: the four below keep
 # CI's share of this file near a minute on two workers, and still span a plugin system
@@ -42,14 +42,19 @@ def _differences(plain: dict[str, str], graded: dict[str, str]) -> dict[str, tup
     }
 
 
+def _graded(name: str, tmp_path: Path, isolation: str) -> tuple[dict[str, str], Verdict, str]:
+    """Plain pytest's outcomes of a suite, its verdict, and what to show if they differ."""
+    workspace, hidden = stage_suite(SUITES[name], tmp_path)
+    plain = plain_outcomes(workspace, hidden)
+    verdict = run_hidden_tests(workspace, hidden, timeout=600, isolation=isolation)
+    return plain, verdict, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+
+
 @pytest.mark.parametrize("name", IN_CI)
 def test_a_real_suite_gets_plain_pytests_outcomes_in_the_default_isolation(
     name: str, tmp_path: Path
 ) -> None:
-    workspace, hidden = stage_suite(SUITES[name], tmp_path)
-    plain = plain_outcomes(workspace, hidden)
-    verdict = run_hidden_tests(workspace, hidden, timeout=600)
-    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    plain, verdict, detail = _graded(name, tmp_path, "inprocess")
     assert len(plain) > 40
     assert not verdict.tampered, detail
     assert not verdict.inconclusive, detail
@@ -61,10 +66,7 @@ def test_a_real_suite_gets_plain_pytests_outcomes_in_the_default_isolation(
 def test_a_real_suite_does_no_worse_than_plain_pytest_in_process_isolation(
     name: str, tmp_path: Path
 ) -> None:
-    workspace, hidden = stage_suite(SUITES[name], tmp_path)
-    plain = plain_outcomes(workspace, hidden)
-    verdict = run_hidden_tests(workspace, hidden, timeout=600, isolation="process")
-    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    plain, verdict, detail = _graded(name, tmp_path, "process")
     assert not verdict.tampered, detail
     if verdict.inconclusive:
         assert verdict.reason, detail
