@@ -118,6 +118,7 @@ REQUIRED = {
     "sub_returns_zero",
     "ordering_liar",
     "unittest_assertions",
+    "frame_reader_after_first_assertions",
 }
 
 
