@@ -69,6 +69,7 @@ _SESSION_PLUGINS = (
     "ldd-gates",
     "ldd-current",
     "ldd-hypothesis",
+    "ldd-inconclusive",
     "ldd-annotations",
     "ldd-report-plugins",
 )
@@ -117,6 +118,16 @@ def pytest_pycollect_makeitem(
 ) -> list[pytest.Function] | None:
     """Collect generator test functions, which pytest alone refuses."""
     return collect_generator(collector, name, obj)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
+    """An episode graded inconclusive is an error of its test (see plugin.inconclusive)."""
+    if not hasattr(report, "ldd_inconclusive"):
+        return None
+    from pytest_ldd.plugin.inconclusive import teststatus
+
+    return teststatus(report)
 
 
 @pytest.fixture
