@@ -129,6 +129,8 @@ def job_summary(session: Mapping[str, Any], *, reports: Sequence[tuple[str, str]
                 ("advisory_breaches", "advisory breach", "advisory breaches"),
             )
         )
+        if counts.get("inconclusive"):
+            figures += f", {counts['inconclusive']} inconclusive"
         interrupted = " (interrupted)" if session.get("interrupted") else ""
         parts.append(markdown_text(f"{figures}{interrupted}."))
     headers, rows, align = session_table(session)

@@ -216,6 +216,14 @@ def test_markdown_text_escapes_what_markdown_reads() -> None:
     assert markdown_text("  ==  ") == "\\=="
 
 
+def test_inconclusive_episodes_are_counted_when_there_are_some() -> None:
+    counts = {"tests": 2, "observations": 0, "pairs": 0, "gate_failures": 0}
+    page = render(job_summary(session(counts={**counts, "inconclusive": 2})))
+    assert "2 tests, 0 observations, 0 pairs, 0 gate failures, 0 advisory breaches, " in page.html
+    assert "2 inconclusive." in page.html
+    assert "inconclusive" not in render(job_summary(session(counts=counts))).html
+
+
 def test_a_session_without_metrics_says_so() -> None:
     doc = session(counts={})
     page = render(job_summary(doc))
