@@ -317,11 +317,6 @@ def test_pytest_django_unconfigured_does_nothing(pytester: pytest.Pytester) -> N
     pytester.makepyfile(test_plain="def test_x(ldd):\n    ldd.observe('lat', 1.0)\n")
     result = same_with_ldd(pytester, "-W", "error", isolated=True)
     assert result.ret == 0, result.stdout.str()
-    assert counts(pytester) == {
-        "tests": 1,
-        "observations": 1,
-        "pairs": 0,
-        "gate_failures": 0,
-        "advisory_breaches": 0,
-    }
+    figures = counts(pytester)
+    assert (figures["tests"], figures["observations"], figures["pairs"]) == (1, 1, 0)
     assert not (Path(pytester.path) / "db.sqlite3").exists()
