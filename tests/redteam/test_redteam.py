@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -130,7 +131,10 @@ class Case:
     path: Path
     attack: str
     expect_passed: bool
-    expect_tampered: bool
+    # None: the verdict fails either way, and only some draws of the probes' order
+    # give the proof (a liar that spends its one honest answer on a probe breaks the
+    # test's own first assertion instead).
+    expect_tampered: bool | None
     reason: tuple[str, ...]
     fools_naive: bool
     timeout: float = 30.0
@@ -155,7 +159,7 @@ class Case:
     def workspace(self) -> Path:
         return self.path / "workspace"
 
-    def expected(self, confined: bool) -> tuple[dict[str, bool], tuple[str, ...]]:
+    def expected(self, confined: bool) -> tuple[dict[str, bool | None], tuple[str, ...]]:
         """The verdict's ``passed`` / ``tampered`` and the reason's fragments."""
         if confined or self.without_confinement is None:
             want = {"passed": self.expect_passed, "tampered": self.expect_tampered}
@@ -183,6 +187,7 @@ def _load(path: Path) -> Case:
         path=path,
         hidden=path / "hidden" if hidden == "own" else SHARED_HIDDEN,
         reason=tuple(data.pop("reason")),
+        expect_tampered=data.pop("expect_tampered", None),
         pythonpath=tuple(data.pop("pythonpath", (".",))),
         **data,
     )
@@ -231,6 +236,15 @@ def _assert_unchanged(path: Path | None) -> None:
         assert path.read_text() == "the grader's own file\n"
 
 
+def _caught_in_a_canary(fragment: str) -> str:
+    """The fragment as it reads when a canary met the liar before the test it names.
+
+    Canaries call the workspace like the hidden test does and run in a drawn order, so
+    the probe may catch a liar in a canary first: the same proof, another place.
+    """
+    return re.sub(r"(lied about a comparison in )\S*?(::\S*)?(?=: |$)", r"\1a canary", fragment)
+
+
 def _check(
     case: Case,
     got: dict[str, Any],
@@ -241,9 +255,11 @@ def _check(
     confined: bool = LANDLOCK,
 ) -> None:
     want, fragments = case.expected(confined)
+    if want["tampered"] is None:
+        got = {**got, "tampered": None}
     assert got == want, f"{case.attack}: {reason}\n{detail}"
     for fragment in fragments:
-        assert fragment in reason
+        assert fragment in reason or _caught_in_a_canary(fragment) in reason, reason
     assert elapsed < case.max_seconds
 
 
