@@ -79,6 +79,8 @@ class Zygote:
             raise
         self._socket = ours
         self._buffer = b""
+        #: The largest peak resident memory of a child it forked, in bytes.
+        self.child_peak_rss = 0
         try:
             env = child_environment(
                 os.environ, {}, home=self.folder / "home", tmp=self.folder / "tmp"
@@ -219,7 +221,10 @@ class Zygote:
     def reap(self) -> int:
         with contextlib.suppress(OSError):
             self._socket.sendall(b"reap\n")
-        status = self._answer(_ANSWER_TIMEOUT_S).get("status")
+        answer = self._answer(_ANSWER_TIMEOUT_S)
+        status, peak = answer.get("status"), answer.get("maxrss")
+        if isinstance(peak, int) and peak > 0:
+            self.child_peak_rss = max(self.child_peak_rss, peak * 1024)
         if not isinstance(status, int):
             msg = f"the zygote did not report the child's exit: {status!r}"
             raise ZygoteLost(msg)

@@ -22,7 +22,8 @@ The zygote answers ``{"pid": N}`` and then waits for ``reap``: the parent watche
 child's exit through a pidfd, kills what is left of its process group while the
 child's pid is still reserved (a zombie is not reaped before the parent says so),
 and then the zygote kills the group once more, reaps the child and answers
-``{"status": CODE}`` (negative: the signal that ended it).
+``{"status": CODE, "maxrss": KIB}`` (negative: the signal that ended it; the child's
+peak resident memory).
 
 It imports only the standard library and pytest, as the runner does.
 """
@@ -106,6 +107,8 @@ def _child(
 
         tempfile.tempdir = None  # taken again from TMPDIR, the run's own
         sys.argv = [os.path.join(request["runner"], "runner.py")]
+        # A cold runner is __main__: so is this one, for whatever looks there.
+        sys.modules["__main__"] = runner
         status = runner.main()
     except BaseException:  # the runner's own failure: its exit code says so
         with contextlib.suppress(BaseException):
@@ -167,8 +170,9 @@ def serve(runner: types.ModuleType, control: socket.socket) -> None:
         command = _command(control)
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGKILL)
-        _, wait_status = os.waitpid(pid, 0)
-        _answer(control, status=os.waitstatus_to_exitcode(wait_status))
+        _, wait_status, usage = os.wait4(pid, 0)
+        # ru_maxrss is in KiB on Linux: the child's peak, for the benchmarks.
+        _answer(control, status=os.waitstatus_to_exitcode(wait_status), maxrss=usage.ru_maxrss)
         if command.strip() != b"reap":
             return  # the parent is gone or confused: the zygote is not needed any more
 
