@@ -13,6 +13,8 @@ holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 - ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
 - ``liar`` (``id``, ``detail``) -- a hidden test's comparison was claimed true by a builtin
   subclass whose builtin value says false (the test failed for it);
+- ``limit`` (``id``, ``detail``) -- process isolation could not carry something a test
+  (or a collected module) needed: the verdict cannot vouch for it;
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
 
 A record that fails authentication, is out of sequence or malformed is never used;
@@ -38,6 +40,7 @@ OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
 MAX_RECORD_BYTES = 1024 * 1024
 MAX_CONTAINERS = 8
 _MAX_LIARS = 20
+_MAX_LIMITS = 10_000
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
@@ -56,6 +59,7 @@ class ChannelLog:
     finish: int | None = None
     after_finish: int = 0
     liars: list[tuple[str, str]] = field(default_factory=list)
+    limits: dict[str, str] = field(default_factory=dict)
 
 
 def read_channel(data: bytes, key: bytes) -> ChannelLog:
@@ -122,6 +126,9 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
         elif kind == "liar":
             if len(log.liars) < _MAX_LIARS:
                 log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))
+        elif kind == "limit":
+            if len(log.limits) < _MAX_LIMITS:
+                log.limits.setdefault(str(record["id"])[:500], str(record["detail"])[:500])
         elif kind == "collected":
             log.collected.update(str(nodeid) for nodeid in record["ids"])
         elif kind == "collect_error":

@@ -23,7 +23,10 @@ __all__ = ["ISOLATIONS", "check_isolation", "stage_judge"]
 
 ISOLATIONS = ("process", "inprocess")
 _HERE = Path(__file__).parent
-_FILES = ("judge_runner.py", "wire.py", "proxies.py", "subject.py")
+_FILES = (
+    "judge_runner.py", "wire.py", "handles.py", "stubs.py", "calls.py", "boot.py", "proxies.py",
+    "subject.py",
+)  # fmt: skip
 
 
 def check_isolation(isolation: object) -> str:

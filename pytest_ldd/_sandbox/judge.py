@@ -188,9 +188,54 @@ def judge(
         )
 
     problems = found.tampering + found.doubts
-    passed = not problems
-    reason = f"all {total} hidden tests passed" if passed else "; ".join(problems)
-    return Judgement(passed, dict(sorted(outcomes.items())), bool(found.tampering), reason)
+    inconclusive = _explained_by_limits(log, found, failing, missing)
+    passed = not problems and not log.limits
+    if passed:
+        reason = f"all {total} hidden tests passed"
+    elif log.limits:
+        met = {i: why for i, why in log.limits.items() if _base(i) not in canaries} or log.limits
+        reason = "; ".join([_limits_reason(met, inconclusive=inconclusive), *problems])
+    else:
+        reason = "; ".join(problems)
+    return Judgement(
+        passed, dict(sorted(outcomes.items())), bool(found.tampering), reason, inconclusive
+    )
+
+
+def _limited(nodeid: str, limits: Mapping[str, str]) -> bool:
+    """Whether a limit was met by this test, or by the module or folder that holds it."""
+    return nodeid in limits or _under(nodeid, (i for i in limits if "::" not in i))
+
+
+def _explained_by_limits(
+    log: ChannelLog, found: _Findings, failing: Mapping[str, str], missing: Sequence[str]
+) -> bool:
+    """Whether the run is inconclusive: limits of process isolation explain every doubt.
+
+    A limit is the grader's: what the hidden tests handed the workspace, or asked of it,
+    could not cross between the judge and the subject, so the outcome of the test that
+    met it says nothing about the workspace.  A failure no limit explains still fails
+    the verdict, and evidence of tampering is never made inconclusive.
+    """
+    if not log.limits or found.tampering or missing:
+        return False
+    if any(not _limited(i, log.limits) for i in failing):
+        return False
+    explained = {"collection error in", f"{len(failing)} of "}
+    return all(doubt.startswith(tuple(explained)) for doubt in found.doubts) and all(
+        _limited(e or ".", log.limits) for e in log.collect_errors
+    )
+
+
+def _limits_reason(limits: Mapping[str, str], *, inconclusive: bool) -> str:
+    met = list(limits.items())
+    shown = "; ".join(f"{test_id or '(collection)'} ({why})" for test_id, why in met[:_NAMED])
+    more = f" and {len(met) - _NAMED} more" if len(met) > _NAMED else ""
+    lead = "inconclusive: " if inconclusive else ""
+    return (
+        f"{lead}process isolation could not carry what {len(met)} hidden test(s)"
+        f" needed: {shown}{more}"
+    )
 
 
 def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> None:

@@ -1,8 +1,9 @@
 """The judge process of ``isolation="process"``: pytest on the hidden tests, no workspace code.
 
-The parent copies this file beside ``runner.py``, ``wire.py``, ``proxies.py`` and
-``subject.py`` and runs it as ``python -I -B -X utf8 judge_runner.py`` with this
-interpreter (the ``python=`` wrapper applies to the subject alone).  It reads its
+The parent copies this file beside ``runner.py`` and the modules of process isolation
+(``wire``, ``handles``, ``stubs``, ``calls``, ``boot``, ``proxies``, ``subject``) and
+runs it as ``python -I -B -X utf8 judge_runner.py`` with this interpreter (the
+``python=`` wrapper applies to the subject alone).  It reads its
 settings from standard input as the in-process runner does, applies the same limits
 and environment scrubbing, and reports through the same authenticated channel
 (``runner.Channel`` and ``runner.Reporter``).  Then it
@@ -35,6 +36,8 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 _BYTECODE = (".pyc", ".pyo")
+# The modules of process isolation, in the order they load (each may use the earlier).
+_JUDGE_MODULES = ("wire", "handles", "stubs", "calls", "boot", "proxies")
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -106,8 +109,10 @@ def main() -> int:
     os.close(devnull)
     _refuse_bytecode(str(_HERE.parent))
     runner = _load("_ldd_runner", _HERE / "runner.py")
-    _load("_ldd_wire", _HERE / "wire.py")
-    proxies = _load("_ldd_proxies", _HERE / "proxies.py")
+    for name in _JUDGE_MODULES:
+        _load(f"_ldd_{name}", _HERE / f"{name}.py")
+    proxies = sys.modules["_ldd_proxies"]
+    boot = sys.modules["_ldd_boot"]
     runner._apply_limits(settings["limits"])
     runner._scrub_environment()
     fd = int(settings["fd"])
@@ -115,7 +120,7 @@ def main() -> int:
     channel = runner.Channel(fd, bytes.fromhex(settings.pop("key")))
     _not_dumpable()
     subject = settings["subject"]
-    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in ("wire", "subject")}
+    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in boot.SUBJECT_MODULES}
     try:
         connection = proxies.Connection.start(
             subject["argv"],
@@ -127,7 +132,6 @@ def main() -> int:
     except OSError as exc:
         channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")
         return 3
-    proxies._CONNECTION = connection  # type: ignore[attr-defined]
     try:
         import pytest
     except ImportError as exc:
@@ -138,10 +142,11 @@ def main() -> int:
     if problem is not None:
         channel.send("fatal", detail=problem)
         return 3
+    connection.random.install()
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
-    sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"]))
+    sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"], connection))
     reporter = runner.Reporter(channel, [])
-    guard = proxies.isolation_guard(pytest, connection)
+    guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)
     connection.close()
