@@ -104,19 +104,30 @@ def render(doc: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+#: Parts of the sandbox benchmark that may come from a run of their own, with the
+#: names of their targets.
+_OWN_RUNS = (
+    ("isolation", "sandbox.process_isolation_*"),
+    ("confinement", "sandbox.confinement_*"),
+)
+
+
 def _isolation_run(doc: dict[str, Any]) -> list[str]:
-    """The line naming the run of the process isolation figures, when it was a run of its own."""
-    run = doc["benchmarks"].get("sandbox", {}).get("isolation", {}).get("run")
-    if not run:
-        return []
-    m = run["machine"]
-    return [
-        "",
-        f"The `sandbox.process_isolation_*` figures come from a later run of their own: "
-        f"{m['cpu']}, {m['cores']} cores, {m['os']}; pytest-ldd at {run['commit']}. Run "
-        f"{run['generated_at']}, {run['repetitions']} repetitions per arm, load average "
-        f"{run['load_average_before']} before and {run['load_average_after']} after.",
-    ]
+    """The lines naming the runs of sandbox figures that were runs of their own."""
+    lines = []
+    for key, names in _OWN_RUNS:
+        run = doc["benchmarks"].get("sandbox", {}).get(key, {}).get("run")
+        if not run:
+            continue
+        m = run["machine"]
+        lines += [
+            "",
+            f"The `{names}` figures come from a later run of their own: "
+            f"{m['cpu']}, {m['cores']} cores, {m['os']}; pytest-ldd at {run['commit']}. Run "
+            f"{run['generated_at']}, {run['repetitions']} repetitions per arm, load average "
+            f"{run['load_average_before']} before and {run['load_average_after']} after.",
+        ]
+    return lines
 
 
 def _arm(doc: dict[str, Any], benchmark: str, arm: str, key: str = "median") -> float:
@@ -157,6 +168,19 @@ def _isolation(doc: dict[str, Any]) -> str:
     )
 
 
+def _confinement(doc: dict[str, Any]) -> str:
+    confinement = doc["benchmarks"]["sandbox"]["confinement"]
+    return (
+        f"confined {confinement['confined_median_s']:.2f} s, unconfined "
+        f"{confinement['unconfined_median_s']:.2f} s for the {confinement['demo_tasks']} "
+        f"tasks in-process, CPU time of the test processes "
+        f"{confinement['cpu_ratio']:.2f}x (in process isolation "
+        f"{confinement['process_ratio']:.2f}x); "
+        f"planning and applying the allow-list {confinement['apply_median_ms']:.1f} ms "
+        f"per run"
+    )
+
+
 #: Figures derived from ``results.json`` that pages quote inline, by name.
 FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
     "overhead.ldd_spends_ms": lambda d: (
@@ -181,6 +205,7 @@ FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
     ),
     "sandbox.medians": _sandbox,
     "sandbox.isolation_medians": _isolation,
+    "sandbox.confinement_medians": _confinement,
     "machine.cores": lambda d: f"{d['machine']['cores']}",
 }
 

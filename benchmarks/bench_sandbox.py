@@ -15,7 +15,10 @@ Repetitions are interleaved in rotated rounds (A B C, B C A, ...) after a warm-u
 round, and each arm is summarized by its median.  Target: ``sandbox / plain <= 1.25``.
 
 ``run(quick)`` returns the figures (the benchmark suite's ``run.py`` imports it);
-``python benchmarks/bench_sandbox.py [--quick]`` prints them as JSON.
+``python benchmarks/bench_sandbox.py [--quick]`` prints them as JSON.  ``--isolation``
+and ``--confinement`` print the figures of :func:`run_isolation` and
+:func:`run_confinement` instead; ``--confinement --merge`` also writes them into
+``results.json`` as a run of their own.
 """
 
 from __future__ import annotations
@@ -276,8 +279,185 @@ def run_isolation(quick: bool) -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------------------------- confinement
+
+CONFINEMENT_TARGET_RATIO = 1.05
+
+# Times confine() alone in a fresh child, with the policy of an in-process run.
+_APPLY = """
+import json, sys, time
+sys.path.insert(0, sys.argv[1])
+import confinement
+policy = json.loads(sys.argv[2])
+start = time.perf_counter()
+report = confinement.confine(policy)
+print(json.dumps({"s": time.perf_counter() - start, "report": report}))
+"""
+
+
+def _apply_cost(root: Path, repetitions: int) -> dict[str, Any]:
+    """What planning and applying the allow-list costs the child, in milliseconds."""
+    import statistics
+    import subprocess
+
+    from pytest_ldd._sandbox import confinement
+
+    for name in ("ws", "home", "tmp", "suite", "runner", "hidden"):
+        (root / "apply" / name).mkdir(parents=True, exist_ok=True)
+    folder = root / "apply"
+    policy = {
+        "mode": "landlock",
+        "write": [str(folder / n) for n in ("ws", "home", "tmp")],
+        "read": [str(folder / n) for n in ("suite", "runner")],
+        "deny": [str(folder / "hidden")],
+    }
+    module = str(Path(confinement.__file__).parent)
+    times, report = [], {}
+    for _ in range(repetitions):
+        done = subprocess.run(
+            [sys.executable, "-I", "-c", _APPLY, module, json.dumps(policy)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        found = json.loads(done.stdout)
+        times.append(found["s"] * 1e3)
+        report = found["report"]
+    return {"median_ms": statistics.median(times), "samples_ms": times, "report": report}
+
+
+def _children_cpu_s() -> float:
+    """CPU time (user + system) of the children waited for so far: the test processes."""
+    import resource
+
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_confinement(quick: bool) -> dict[str, Any]:
+    """Confined against unconfined verdicts of the demo's tasks, in both isolations.
+
+    Each arm grades the demo's four tasks (their correct drafts) one after the other:
+    ``landlock`` with the default (``confinement="auto"``, Landlock where the kernel
+    has it), ``none`` with ``confinement="none"``, in the default isolation
+    (``"inprocess"``); ``process_landlock`` and ``process_none`` the same with
+    ``isolation="process"`` (informational).  Target: ``landlock / none <= 1.05``,
+    on wall time; the CPU time of the test processes (less sensitive to other load on
+    the machine) is recorded beside it, and so is what ``confine()`` itself takes in
+    a fresh child.
+    """
+    repetitions = 3 if quick else 9
+    with tempfile.TemporaryDirectory(prefix="bench-confinement-") as tmp:
+        root = Path(tmp)
+        tasks = _demo_workspaces(root)
+
+        def arm(
+            isolation: str, confinement: str
+        ) -> Callable[[], tuple[float, dict[str, float]]]:
+            def measure() -> tuple[float, dict[str, float]]:
+                cpu = _children_cpu_s()
+                start = time.perf_counter()
+                for workspace, hidden in tasks:
+                    verdict = run_hidden_tests(
+                        workspace, hidden, isolation=isolation, confinement=confinement
+                    )
+                    if not verdict.passed:
+                        msg = f"the demo's correct draft must pass: {verdict.reason}"
+                        raise RuntimeError(msg)
+                wall = time.perf_counter() - start
+                return wall, {"cpu_s": _children_cpu_s() - cpu}
+
+            return measure
+
+        comparison = interleave(
+            [
+                Arm("landlock", arm("inprocess", "auto")),
+                Arm("none", arm("inprocess", "none")),
+                Arm("process_landlock", arm("process", "auto")),
+                Arm("process_none", arm("process", "none")),
+            ],
+            repetitions,
+        )
+        apply = _apply_cost(root, repetitions)
+    ratio = comparison.ratio("landlock", "none")
+    return {
+        "what": "confinement='auto' (Landlock) vs 'none': demo verdict time, both isolations",
+        "cpu_ratio": comparison.ratio("landlock", "none", "cpu_s"),
+        "repetitions": repetitions,
+        "demo_tasks": len(tasks),
+        "confined_median_s": comparison.median("landlock"),
+        "unconfined_median_s": comparison.median("none"),
+        "ratio": ratio,
+        "process_ratio": comparison.ratio("process_landlock", "process_none"),
+        "apply_median_ms": apply["median_ms"],
+        "apply": apply,
+        "arms": comparison.to_json("s"),
+        "targets": [
+            {
+                "name": "confinement_verdict_ratio",
+                "value": ratio,
+                "limit": CONFINEMENT_TARGET_RATIO,
+                "unit": "x",
+                "what": (
+                    f"median confined / unconfined verdict time, the demo's {len(tasks)}"
+                    " tasks, in-process"
+                ),
+            }
+        ],
+    }
+
+
+def merge_into_results(key: str, figures: dict[str, Any], command: str) -> None:
+    """Put ``figures`` under ``benchmarks.sandbox.<key>`` of results.json, as a run of its own.
+
+    The machine, the commit, the time and the load of this run go with them (under
+    ``run``), and their targets replace those of the same name.
+    """
+    import os
+
+    import run as suite
+
+    started_load = [round(x, 2) for x in os.getloadavg()]
+    doc = json.loads(suite.RESULTS.read_text(encoding="utf-8"))
+    figures["run"] = {
+        "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "commit": suite.versions()["commit"],
+        "machine": suite.machine(),
+        "load_average_before": figures.pop("load_average_before", started_load),
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
+        "command": command,
+        "repetitions": figures["repetitions"],
+    }
+    doc["benchmarks"]["sandbox"][key] = figures
+    names = {f"sandbox.{t['name']}" for t in figures["targets"]}
+    doc["targets"] = [t for t in doc["targets"] if t["name"] not in names]
+    for item in figures["targets"]:
+        doc["targets"].append(
+            suite.Target(
+                f"sandbox.{item['name']}",
+                float(item["value"]),
+                float(item["limit"]),
+                str(item["unit"]),
+                str(item["what"]),
+            ).to_json()
+        )
+    suite.write_results(doc, suite.RESULTS)
+
+
 if __name__ == "__main__":
+    quick = "--quick" in sys.argv[1:]
     if "--isolation" in sys.argv[1:]:
-        print(json.dumps(run_isolation("--quick" in sys.argv[1:]), indent=2))
+        print(json.dumps(run_isolation(quick), indent=2))
+    elif "--confinement" in sys.argv[1:]:
+        import os
+
+        load = [round(x, 2) for x in os.getloadavg()]
+        confinement_figures = run_confinement(quick)
+        print(json.dumps(confinement_figures, indent=2))
+        if "--merge" in sys.argv[1:]:
+            confinement_figures["load_average_before"] = load
+            merge_into_results(
+                "confinement", confinement_figures, " ".join(["python", *sys.argv])
+            )
     else:
-        print(json.dumps(run("--quick" in sys.argv[1:]), indent=2))
+        print(json.dumps(run(quick), indent=2))

@@ -43,9 +43,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _harness import Arm, child_env, interleave, pytest_command, run_child
 from _suites import METRICS, write_suite
 
-from pytest_ldd.calibrator import Calibrator
-from pytest_ldd.metric import bounded_rate
-from pytest_ldd.registry import MetricRegistry
+from pytest_ldd.calibration.calibrator import Calibrator
+from pytest_ldd.calibration.registry import MetricRegistry
+from pytest_ldd.model.metric import bounded_rate
 from pytest_ldd.store import open_store
 from pytest_ldd.store.files import TraceStore
 from pytest_ldd.store.postgres import FLUSH_TESTS
@@ -267,8 +267,8 @@ def overhead(dsn: str, work: Path, reps: int) -> dict[str, Any]:
         shutil.copytree(seed, live)
 
     def fresh_db() -> None:
+        from pytest_ldd.calibration.transfer import import_store
         from pytest_ldd.config import load_config
-        from pytest_ldd.store.transfer import import_store
 
         _drop(dsn, key)
         config = load_config(suite)
@@ -310,7 +310,7 @@ def _fill(dsn: str, key: str, pairs: int) -> None:
     """A project holding ``pairs`` pairs of the five metrics, caught up once."""
     import psycopg
 
-    from pytest_ldd.records import encode_line
+    from pytest_ldd.model.records import encode_line
 
     store = open_store(".", dsn, key=key)
     registry = MetricRegistry(store)

@@ -12,19 +12,19 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from pytest_ldd.agents import Cost, Episode
-    from pytest_ldd.calibrator import Calibrator
-    from pytest_ldd.compose import maximum, minimum, weighted_sum
-    from pytest_ldd.estimator import (
+    from pytest_ldd.calibration.calibrator import Calibrator
+    from pytest_ldd.calibration.registry import MetricRegistry
+    from pytest_ldd.model.compose import maximum, minimum, weighted_sum
+    from pytest_ldd.model.estimator import (
         BayesianSynthesisEstimator,
         MeanHistoryEstimator,
         Prediction,
     )
-    from pytest_ldd.loss import Loss, Signal, VectorLoss
-    from pytest_ldd.metric import MetricSpec, bounded_rate, positive_count, signed_delta
-    from pytest_ldd.observation import Observation
-    from pytest_ldd.records import CalibrationRecord
-    from pytest_ldd.registry import MetricRegistry
-    from pytest_ldd.statistics import CalibrationGate, CalibrationStats, MetricState
+    from pytest_ldd.model.loss import Loss, Signal, VectorLoss
+    from pytest_ldd.model.metric import MetricSpec, bounded_rate, positive_count, signed_delta
+    from pytest_ldd.model.observation import Observation
+    from pytest_ldd.model.records import CalibrationRecord
+    from pytest_ldd.model.statistics import CalibrationGate, CalibrationStats, MetricState
     from pytest_ldd.store.files import TraceStore
 
 __all__ = [
@@ -55,29 +55,29 @@ __all__ = [
 ]
 
 _HOME = {
-    "BayesianSynthesisEstimator": "pytest_ldd.estimator",
-    "CalibrationGate": "pytest_ldd.statistics",
-    "CalibrationRecord": "pytest_ldd.records",
-    "CalibrationStats": "pytest_ldd.statistics",
-    "Calibrator": "pytest_ldd.calibrator",
+    "BayesianSynthesisEstimator": "pytest_ldd.model.estimator",
+    "CalibrationGate": "pytest_ldd.model.statistics",
+    "CalibrationRecord": "pytest_ldd.model.records",
+    "CalibrationStats": "pytest_ldd.model.statistics",
+    "Calibrator": "pytest_ldd.calibration.calibrator",
     "Cost": "pytest_ldd.agents",
     "Episode": "pytest_ldd.agents",
-    "Loss": "pytest_ldd.loss",
-    "MeanHistoryEstimator": "pytest_ldd.estimator",
-    "MetricRegistry": "pytest_ldd.registry",
-    "MetricSpec": "pytest_ldd.metric",
-    "MetricState": "pytest_ldd.statistics",
-    "Observation": "pytest_ldd.observation",
-    "Prediction": "pytest_ldd.estimator",
-    "Signal": "pytest_ldd.loss",
+    "Loss": "pytest_ldd.model.loss",
+    "MeanHistoryEstimator": "pytest_ldd.model.estimator",
+    "MetricRegistry": "pytest_ldd.calibration.registry",
+    "MetricSpec": "pytest_ldd.model.metric",
+    "MetricState": "pytest_ldd.model.statistics",
+    "Observation": "pytest_ldd.model.observation",
+    "Prediction": "pytest_ldd.model.estimator",
+    "Signal": "pytest_ldd.model.loss",
     "TraceStore": "pytest_ldd.store.files",
-    "VectorLoss": "pytest_ldd.loss",
-    "bounded_rate": "pytest_ldd.metric",
-    "maximum": "pytest_ldd.compose",
-    "minimum": "pytest_ldd.compose",
-    "positive_count": "pytest_ldd.metric",
-    "signed_delta": "pytest_ldd.metric",
-    "weighted_sum": "pytest_ldd.compose",
+    "VectorLoss": "pytest_ldd.model.loss",
+    "bounded_rate": "pytest_ldd.model.metric",
+    "maximum": "pytest_ldd.model.compose",
+    "minimum": "pytest_ldd.model.compose",
+    "positive_count": "pytest_ldd.model.metric",
+    "signed_delta": "pytest_ldd.model.metric",
+    "weighted_sum": "pytest_ldd.model.compose",
 }
 
 

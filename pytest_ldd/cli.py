@@ -4,29 +4,30 @@
 Exit codes: 0 ok; 1 a failed check, an unknown metric or an unreadable store; 2 a
 usage error (bad arguments, bad ``[tool.ldd]`` configuration, an invalid value).
 Errors are one line on stderr, never a traceback.
+
+The command starts fast: each verb imports what it needs inside its function, and
+the installed version (``importlib.metadata``, a third of a bare start) is looked up
+only for ``--version`` (``docs/performance.md``).
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import json
 import os
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, final
+from typing import TYPE_CHECKING, Any, Final, TextIO, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, LddError
-from pytest_ldd.terminal import printable
+from pytest_ldd.report.terminal import printable
 
 if TYPE_CHECKING:
+    from pytest_ldd.calibration.registry import MetricRegistry
     from pytest_ldd.config import LddConfig
-    from pytest_ldd.registry import MetricRegistry
-    from pytest_ldd.statistics import CalibrationGate
+    from pytest_ldd.model.statistics import CalibrationGate
     from pytest_ldd.store import Store
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
@@ -62,13 +63,15 @@ def _err(text: str) -> None:
 
 
 @final
-@dataclass(frozen=True, slots=True)
 class Project:
     """The configuration, store and registry one command works on."""
 
-    config: LddConfig
-    store: Store
-    registry: MetricRegistry
+    __slots__ = ("config", "registry", "store")
+
+    def __init__(self, config: LddConfig, store: Store, registry: MetricRegistry) -> None:
+        self.config = config
+        self.store = store
+        self.registry = registry
 
     def gate(self, name: str) -> CalibrationGate:
         """The calibration gate that decides ``name``'s state."""
@@ -116,7 +119,7 @@ def _registered(project: Project) -> list[str]:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import format_table
+    from pytest_ldd.report.text import format_table
 
     project = _open(args)
     names = _registered(project)
@@ -139,12 +142,15 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import REPORT_SCHEMA_VERSION, gate_json, state_json, status_table
+    from pytest_ldd.report.document import REPORT_SCHEMA_VERSION, gate_json, state_json
+    from pytest_ldd.report.text import status_table
 
     project = _open(args)
     names = project.registry.names()
     states = [state_json(project.registry.state(n), project.gate(n)) for n in names]
     if args.json:
+        import json
+
         doc = {
             "schema_version": REPORT_SCHEMA_VERSION,
             "ldd_dir": project.store.location,
@@ -162,7 +168,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import fmt_error, fmt_value, gate_text
+    from pytest_ldd.report.text import fmt_error, fmt_value, gate_text
 
     project = _open(args)
     project.require(args.name)
@@ -218,7 +224,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
 
 def _last_session(project: Project, name: str) -> str:
     """``Session 7 · 2026-12-01 19:46 UTC · 1a2b3c4`` of the last session touching ``name``."""
-    from pytest_ldd.report import session_name
+    from pytest_ldd.report.text import session_name
 
     store = project.registry.store
     sessions, _ = store.read_log("sessions")
@@ -230,8 +236,8 @@ def _last_session(project: Project, name: str) -> str:
 
 
 def _cmd_calibrate(args: argparse.Namespace) -> int:
-    from pytest_ldd.calibrator import Calibrator
-    from pytest_ldd.report import fmt_error, fmt_value
+    from pytest_ldd.calibration.calibrator import Calibrator
+    from pytest_ldd.report.text import fmt_error, fmt_value
 
     project = _open(args, read_only=False)
     project.require(args.name)
@@ -275,7 +281,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 
 def _cmd_verify(args: argparse.Namespace) -> int:
-    from pytest_ldd.calibrator import Calibrator
+    from pytest_ldd.calibration.calibrator import Calibrator
 
     project = _open(args)
     names = project.registry.names()
@@ -291,7 +297,7 @@ def _cmd_verify(args: argparse.Namespace) -> int:
 
 
 def _cmd_report(args: argparse.Namespace) -> int:
-    from pytest_ldd.report import HTML_LOG_BUDGET, build_report, write_html, write_json
+    from pytest_ldd.report.document import HTML_LOG_BUDGET, build_report, write_html, write_json
 
     if args.json_path is None and args.html_path is None:
         msg = "report needs --json FILE, --html FILE or both"
@@ -323,7 +329,7 @@ def _counts(counts: Mapping[str, int]) -> str:
 
 
 def _cmd_store_export(args: argparse.Namespace) -> int:
-    from pytest_ldd.store.transfer import export_store
+    from pytest_ldd.calibration.transfer import export_store
 
     project = _open(args)
     folder = Path(args.to).absolute()
@@ -333,8 +339,8 @@ def _cmd_store_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
+    from pytest_ldd.calibration.transfer import import_store
     from pytest_ldd.store.files import TraceStore
-    from pytest_ldd.store.transfer import import_store
 
     folder = Path(args.folder).absolute()
     if not folder.is_dir():
@@ -348,7 +354,7 @@ def _cmd_store_import(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_merge(args: argparse.Namespace) -> int:
-    from pytest_ldd.store.transfer import merge_folders
+    from pytest_ldd.calibration.transfer import merge_folders
 
     project = _open(args)
     inputs = [Path(folder).absolute() for folder in args.folders]
@@ -377,6 +383,8 @@ to load-bearing over a few recorded runs.  Arguments are passed to the demo.
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
+    import importlib
+
     rest = list(args.demo_args)
     try:
         module = importlib.import_module("pytest_ldd.demo")
@@ -436,8 +444,184 @@ def _version() -> str:
     return f"ldd (pytest-ldd) {pytest_ldd.__version__}"
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``ldd`` command."""
+class _VersionAction(argparse.Action):
+    """``--version``: argparse's own action, with the version looked up when asked for."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        print(_version())
+        parser.exit()
+
+
+@final
+class _Verb:
+    """One verb (or a command without verbs) of ``ldd``: its texts, arguments and handler.
+
+    ``handler`` names the function of this module that runs the verb (looked up when
+    the parser is built); ``arguments`` are ``(names, options)`` pairs for
+    ``add_argument``; every verb takes the store options (``--project``,
+    ``--ldd-dir``, ``--store``) too.
+    """
+
+    __slots__ = ("arguments", "description", "handler", "help", "name")
+
+    def __init__(
+        self,
+        name: str,
+        help: str,
+        description: str,
+        handler: str,
+        *arguments: tuple[tuple[str, ...], dict[str, Any]],
+    ) -> None:
+        self.name = name
+        self.help = help
+        self.description = description
+        self.handler = handler
+        self.arguments = arguments
+
+    def add_to(self, parsers: Any, common: argparse.ArgumentParser) -> None:
+        """Add this verb's parser to ``parsers`` (a subparsers action)."""
+        parser = parsers.add_parser(
+            self.name,
+            parents=[common],
+            help=self.help,
+            description=self.description,
+            formatter_class=_Formatter,
+        )
+        for names, options in self.arguments:
+            parser.add_argument(*names, **options)
+        parser.set_defaults(handler=globals()[self.handler])
+
+
+_METRIC_VERBS: Final = (
+    _Verb(
+        "list",
+        "List every registered metric with its kind and state.",
+        "List every registered metric with its kind, unit, version, state and description.",
+        "_cmd_list",
+    ),
+    _Verb(
+        "status",
+        "Show each metric's calibration figures and gate.",
+        "Show each metric's state, number of calibration pairs, MAE, p95 and worst error, "
+        "window MAE and the gate that decides its state.  The figures are the stored "
+        "incremental ones; the log is not re-read.",
+        "_cmd_status",
+        (
+            ("--json",),
+            {
+                "action": "store_true",
+                "help": "Print a JSON document (the default gate and one state object per "
+                "metric) instead of a table.",
+            },
+        ),
+    ),
+    _Verb(
+        "show",
+        "Show one metric's spec, state and gate.",
+        "Show everything known about one metric: its spec, its state and calibration "
+        "figures, and its gate.",
+        "_cmd_show",
+        (("name",), {"metavar": "NAME", "help": "The name of the metric."}),
+    ),
+    _Verb(
+        "calibrate",
+        "Log one (predicted, observed) pair and promote the metric if it passes.",
+        "Log one calibration pair of raw values (normalized with the metric like any pair), "
+        "then promote the metric to load_bearing if its gate now passes.",
+        "_cmd_calibrate",
+        (("--name",), {"required": True, "metavar": "NAME", "help": "The name of the metric."}),
+        (
+            ("--predicted",),
+            {"required": True, "type": float, "metavar": "F", "help": "The raw predicted value."},
+        ),
+        (
+            ("--observed",),
+            {"required": True, "type": float, "metavar": "F", "help": "The raw observed value."},
+        ),
+    ),
+    _Verb(
+        "verify",
+        "Recompute every metric's statistics from the log and compare.",
+        "Recompute every metric's statistics from the whole calibration log and compare "
+        "them with the stored incremental figures.  Exits 1 and prints each mismatch on "
+        "stderr when they differ.",
+        "_cmd_verify",
+    ),
+)
+
+_REPORT: Final = _Verb(
+    "report",
+    "Write the JSON and/or HTML report of the project's metrics.",
+    "Write the report of every metric's state, calibration history and the corpus "
+    "aggregates of past sessions: as JSON (schema in docs/report.md), as a self-contained "
+    "HTML page with plots, or both.",
+    "_cmd_report",
+    (("--json",), {"dest": "json_path", "metavar": "FILE", "help": "Write the JSON report here."}),
+    (("--html",), {"dest": "html_path", "metavar": "FILE", "help": "Write the HTML report here."}),
+)
+
+_STORE_VERBS: Final = (
+    _Verb(
+        "export",
+        "Write the project's store as a new .ldd folder.",
+        "Write every pair, observation and session record of the project's store to a new "
+        ".ldd folder, with metrics.json re-derived from them: the file store reads it as "
+        "the same history.",
+        "_cmd_store_export",
+        (("--to",), {"required": True, "metavar": "DIR", "help": "The new (or empty) folder."}),
+    ),
+    _Verb(
+        "import",
+        "Add a .ldd folder's history to the project's store (idempotent).",
+        "Add the records of a .ldd folder that the project's store does not hold yet, and "
+        "the metrics it does not know; then re-derive every state.  Importing the same "
+        "folder twice adds nothing.",
+        "_cmd_store_import",
+        (("folder",), {"metavar": "DIR", "help": "The .ldd folder to import."}),
+    ),
+    _Verb(
+        "merge",
+        "Merge several .ldd folders into one.",
+        "Write the union of several .ldd folders (e.g. the artifacts of a CI matrix "
+        "recorded from the same starting store) to one folder: each line once per copy it "
+        "has in the input holding it most often, in an order that does not depend on the "
+        "order of the inputs, with every state re-derived.",
+        "_cmd_store_merge",
+        (("folders",), {"nargs": "+", "metavar": "DIR", "help": "The .ldd folders to merge."}),
+        (
+            ("--into",),
+            {"required": True, "metavar": "DIR", "help": "The result (may be one of the inputs)."},
+        ),
+    ),
+)
+
+#: The verbs of each command that has verbs.
+_VERBS: Final = {
+    "metric": tuple(verb.name for verb in _METRIC_VERBS),
+    "store": tuple(verb.name for verb in _STORE_VERBS),
+}
+
+
+def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``ldd`` command.
+
+    ``only`` (a command and its verb) builds that verb's parser alone: for a command
+    line known to name it, building every other verb would cost more than running
+    ``ldd metric status`` itself.
+    """
+
+    def wanted(command: str, verb: str = "") -> bool:
+        return only is None or (only[0] == command and (not verb or only[1] == verb))
+
     common = _common()
     parser = argparse.ArgumentParser(
         prog="ldd",
@@ -447,9 +631,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok; 1 a failed check, an unknown metric or an unreadable "
         "store; 2 a usage error.",
     )
-    parser.add_argument("--version", action="version", version=_version())
+    parser.add_argument(
+        "--version", action=_VersionAction, help="show program's version number and exit"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
     metric = commands.add_parser(
         "metric",
         help="List, inspect, calibrate and verify metrics.",
@@ -458,86 +643,11 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     verbs = metric.add_subparsers(dest="verb", metavar="VERB", required=True)
-
-    p = verbs.add_parser(
-        "list",
-        parents=[common],
-        help="List every registered metric with its kind and state.",
-        description="List every registered metric with its kind, unit, version, state "
-        "and description.",
-        formatter_class=_Formatter,
-    )
-    p.set_defaults(handler=_cmd_list)
-
-    p = verbs.add_parser(
-        "status",
-        parents=[common],
-        help="Show each metric's calibration figures and gate.",
-        description="Show each metric's state, number of calibration pairs, MAE, p95 and "
-        "worst error, window MAE and the gate that decides its state.  The figures are "
-        "the stored incremental ones; the log is not re-read.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument(
-        "--json",
-        action="store_true",
-        help="Print a JSON document (the default gate and one state object per metric) "
-        "instead of a table.",
-    )
-    p.set_defaults(handler=_cmd_status)
-
-    p = verbs.add_parser(
-        "show",
-        parents=[common],
-        help="Show one metric's spec, state and gate.",
-        description="Show everything known about one metric: its spec, its state and "
-        "calibration figures, and its gate.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument("name", metavar="NAME", help="The name of the metric.")
-    p.set_defaults(handler=_cmd_show)
-
-    p = verbs.add_parser(
-        "calibrate",
-        parents=[common],
-        help="Log one (predicted, observed) pair and promote the metric if it passes.",
-        description="Log one calibration pair of raw values (normalized with the metric "
-        "like any pair), then promote the metric to load_bearing if its gate now passes.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument("--name", required=True, metavar="NAME", help="The name of the metric.")
-    p.add_argument(
-        "--predicted", required=True, type=float, metavar="F", help="The raw predicted value."
-    )
-    p.add_argument(
-        "--observed", required=True, type=float, metavar="F", help="The raw observed value."
-    )
-    p.set_defaults(handler=_cmd_calibrate)
-
-    p = verbs.add_parser(
-        "verify",
-        parents=[common],
-        help="Recompute every metric's statistics from the log and compare.",
-        description="Recompute every metric's statistics from the whole calibration log "
-        "and compare them with the stored incremental figures.  Exits 1 and prints each "
-        "mismatch on stderr when they differ.",
-        formatter_class=_Formatter,
-    )
-    p.set_defaults(handler=_cmd_verify)
-
-    p = commands.add_parser(
-        "report",
-        parents=[common],
-        help="Write the JSON and/or HTML report of the project's metrics.",
-        description="Write the report of every metric's state, calibration history and "
-        "the corpus aggregates of past sessions: as JSON (schema in docs/report.md), as a "
-        "self-contained HTML page with plots, or both.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument("--json", dest="json_path", metavar="FILE", help="Write the JSON report here.")
-    p.add_argument("--html", dest="html_path", metavar="FILE", help="Write the HTML report here.")
-    p.set_defaults(handler=_cmd_report)
-
+    for verb in _METRIC_VERBS:
+        if wanted("metric", verb.name):
+            verb.add_to(verbs, common)
+    if wanted("report"):
+        _REPORT.add_to(commands, common)
     store = commands.add_parser(
         "store",
         help="Export, import and merge calibration histories.",
@@ -547,52 +657,18 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=_Formatter,
     )
     store_verbs = store.add_subparsers(dest="verb", metavar="VERB", required=True)
-    p = store_verbs.add_parser(
-        "export",
-        parents=[common],
-        help="Write the project's store as a new .ldd folder.",
-        description="Write every pair, observation and session record of the project's "
-        "store to a new .ldd folder, with metrics.json re-derived from them: the file "
-        "store reads it as the same history.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument("--to", required=True, metavar="DIR", help="The new (or empty) folder.")
-    p.set_defaults(handler=_cmd_store_export)
-    p = store_verbs.add_parser(
-        "import",
-        parents=[common],
-        help="Add a .ldd folder's history to the project's store (idempotent).",
-        description="Add the records of a .ldd folder that the project's store does not "
-        "hold yet, and the metrics it does not know; then re-derive every state.  "
-        "Importing the same folder twice adds nothing.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument("folder", metavar="DIR", help="The .ldd folder to import.")
-    p.set_defaults(handler=_cmd_store_import)
-    p = store_verbs.add_parser(
-        "merge",
-        parents=[common],
-        help="Merge several .ldd folders into one.",
-        description="Write the union of several .ldd folders (e.g. the artifacts of a CI "
-        "matrix recorded from the same starting store) to one folder: each line once per "
-        "copy it has in the input holding it most often, in an order that does not depend "
-        "on the order of the inputs, with every state re-derived.",
-        formatter_class=_Formatter,
-    )
-    p.add_argument("folders", nargs="+", metavar="DIR", help="The .ldd folders to merge.")
-    p.add_argument(
-        "--into", required=True, metavar="DIR", help="The result (may be one of the inputs)."
-    )
-    p.set_defaults(handler=_cmd_store_merge)
-
-    p = commands.add_parser(
-        "demo",
-        add_help=False,
-        help="Run the bundled demonstration project (ldd demo --help for its options).",
-        description="Run the bundled demonstration project.",
-    )
-    p.add_argument("demo_args", nargs=argparse.REMAINDER)
-    p.set_defaults(handler=_cmd_demo)
+    for verb in _STORE_VERBS:
+        if wanted("store", verb.name):
+            verb.add_to(store_verbs, common)
+    if wanted("demo"):
+        p = commands.add_parser(
+            "demo",
+            add_help=False,
+            help="Run the bundled demonstration project (ldd demo --help for its options).",
+            description="Run the bundled demonstration project.",
+        )
+        p.add_argument("demo_args", nargs=argparse.REMAINDER)
+        p.set_defaults(handler=_cmd_demo)
     return parser
 
 
@@ -634,13 +710,26 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Everything after "demo" belongs to the demo, options included (argparse's
         # REMAINDER would still claim leading "--options" for itself).
         return _guarded(_cmd_demo, argparse.Namespace(demo_args=arguments[1:]))
-    parser = build_parser()
+    parser = build_parser(_named_verb(arguments))
     try:
         args = parser.parse_args(arguments)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2) from argparse
         return _exit_code(exc)
     handler: Callable[[argparse.Namespace], int] = args.handler
     return _guarded(handler, args)
+
+
+def _named_verb(arguments: Sequence[str]) -> tuple[str, str] | None:
+    """``(command, verb)`` when the command line names a known verb (and asks for no
+    help or version, which list every command)."""
+    if not arguments or any(a in ("-h", "--help", "--version") for a in arguments):
+        return None
+    command, verb = arguments[0], arguments[1] if len(arguments) > 1 else ""
+    if verb in _VERBS.get(command, ()):
+        return command, verb
+    if command == "report":
+        return "report", ""
+    return None
 
 
 def _guarded(handler: Callable[[argparse.Namespace], int], args: argparse.Namespace) -> int:

@@ -16,16 +16,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
+from pytest_ldd.calibration.registry import MetricRegistry
 from pytest_ldd.errors import InvalidSpecError, LddError
-from pytest_ldd.metric import Metric, MetricSpec, metric_from_spec
-from pytest_ldd.registry import MetricRegistry
-from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.model.corpus import CORPUS_METRICS
+from pytest_ldd.model.metric import Metric, MetricSpec, metric_from_spec
+from pytest_ldd.model.statistics import CalibrationGate
 from pytest_ldd.store import Store, check_project_key, masked
-
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
 __all__ = [
     "BOUND_KEYS",
@@ -271,6 +267,12 @@ def load_config(project: str | os.PathLike[str]) -> LddConfig:
 
 def load_config_file(path: str | os.PathLike[str]) -> LddConfig:
     """Read ``[tool.ldd]`` from one ``pyproject.toml``-style file."""
+    # Imported here: a project without a pyproject.toml never needs the parser.
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
     file = Path(path)
     try:
         with file.open("rb") as handle:
@@ -353,7 +355,7 @@ class _Reader:
         return replace(base, **overrides)
 
     def bounds(self, key: str, table: Mapping[str, Any]) -> dict[str, float]:
-        from pytest_ldd.gates import check_bounds
+        from pytest_ldd.model.gates import check_bounds
 
         limits = {b: self.limit(f"{key}.{b}", table[b]) for b in BOUND_KEYS if b in table}
         check_bounds(limits, where=f"{key} in {self.path}")
@@ -425,8 +427,6 @@ class _Reader:
                 metrics[name] = self.metric(f"{root}.metrics.{name}", name, item, gate)
         gates: dict[str, dict[str, float]] = {}
         if "gates" in table:
-            from pytest_ldd.recording import CORPUS_METRICS
-
             for name, item in self.table(f"{root}.gates", table["gates"], None).items():
                 key = f"{root}.gates.{name}"
                 bounds = self.table(key, item, BOUND_KEYS)

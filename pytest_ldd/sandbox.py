@@ -5,7 +5,9 @@ its ``conftest.py`` files, not its pytest configuration, not what it prints.  Ea
 run copies the workspace and the hidden tests into a fresh folder of its own, runs
 only the hidden tests (with canary tests planted among them: a twin of each hidden
 test with perturbed expected values, and two templates per file) in an isolated
-interpreter under resource limits, and takes the results from an authenticated pipe
+interpreter under resource limits, confined by the kernel (Linux Landlock) so that it
+writes only its own copies and reads nothing it should not, and takes the results from
+an authenticated pipe
 of the parent's, cross-checked against the exit code, the expected test ids, the
 canaries and the staged files, which it checks (and then removes) treating what the
 run left behind as hostile.  See ``docs/security.md`` for the threat model.
@@ -32,7 +34,8 @@ from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, final
 
-from pytest_ldd._sandbox.channel import OUTCOMES, read_channel
+from pytest_ldd._sandbox import confinement
+from pytest_ldd._sandbox.channel import OUTCOMES, ChannelLog, read_channel
 from pytest_ldd._sandbox.isolation import check_isolation, stage_judge
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.leftovers import Snapshot, compare, remove_tree, snapshot
@@ -49,7 +52,9 @@ from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = ["CONFINEMENTS", "HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
 
-_RUNNER = Path(__file__).with_name("_sandbox") / "runner.py"
+_SANDBOX_DIR = Path(__file__).with_name("_sandbox")
+# The runner's files, staged in every run: the bootstrap and the two modules it loads.
+_RUNNER_FILES = ("runner.py", "confinement.py", "integrity.py")
 # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
 # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts included.
 _TRUSTED_INI = "[pytest]\n"
@@ -59,8 +64,11 @@ _KEY_BYTES = 32
 _STAGED = ("suite", "runner")
 _SANDBOX_FIELD = "{sandbox}"
 # How the kernel confined the process that ran the workspace's code: by Linux Landlock,
-# or not at all (an older kernel, another system).
+# or not at all (an older kernel, another system, or turned off).
 CONFINEMENTS = ("landlock", "none")
+# What the ``confinement`` option asks: Landlock where the kernel has it ("auto"),
+# Landlock or an inconclusive verdict ("landlock"), or none.
+CONFINEMENT_MODES = confinement.MODES
 # The checks after the run (of what it left behind) get this long beyond the timeout.
 POST_RUN_GRACE_S = 10.0
 
@@ -150,7 +158,8 @@ class _Options:
     pythonpath: tuple[str, ...] = (".",)
     plugins: tuple[str, ...] = ()
     limits: Limits = field(default_factory=Limits)
-    isolation: str = "process"
+    isolation: str = "inprocess"
+    confinement: str = "auto"
 
     @classmethod
     def build(
@@ -162,7 +171,8 @@ class _Options:
         pythonpath: Sequence[str] = (".",),
         plugins: Sequence[str] = (),
         limits: Limits | None = None,
-        isolation: str = "process",
+        isolation: str = "inprocess",
+        confinement: str = "auto",
     ) -> _Options:
         if (
             isinstance(timeout, bool)
@@ -179,6 +189,7 @@ class _Options:
             plugins=_plugins(plugins),
             limits=_limits(limits),
             isolation=check_isolation(isolation),
+            confinement=_confinement(confinement),
         )
 
     def interpreter(self) -> tuple[str, ...]:
@@ -242,6 +253,16 @@ def _plugins(plugins: object) -> tuple[str, ...]:
     return tuple(plugins)
 
 
+def _confinement(mode: object) -> str:
+    if not isinstance(mode, str) or mode not in CONFINEMENT_MODES:
+        msg = (
+            f"'confinement' must be one of {', '.join(map(repr, CONFINEMENT_MODES))}"
+            f" (got {mode!r})"
+        )
+        raise SandboxError(msg)
+    return mode
+
+
 def _limits(limits: object) -> Limits:
     if limits is None:
         return Limits()
@@ -290,7 +311,8 @@ def run_hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
-    isolation: str = "process",
+    isolation: str = "inprocess",
+    confinement: str = "auto",
 ) -> Verdict:
     """Run the hidden ``tests`` against a fresh copy of ``workspace``; return the verdict.
 
@@ -303,8 +325,17 @@ def run_hidden_tests(
     ``HOME`` or the temporary folder).  ``pythonpath``
     lists folders of the workspace put on ``sys.path``, as pytest's own ``pythonpath``
     setting would.  ``plugins`` names trusted pytest plugins the hidden tests need
-    (plugin autoload is off).  Set-up problems raise :class:`SandboxError`; everything
-    the workspace does, and what the run leaves behind, is a :class:`Verdict`.
+    (plugin autoload is off).  ``isolation`` is ``"inprocess"`` (the hidden tests and
+    the workspace share one confined interpreter: full pytest fidelity) or
+    ``"process"`` (pytest runs in a judge process that never runs workspace code, the
+    workspace in a subject process it talks to: for function-level tasks whose
+    results are data).  ``confinement`` says how the process that runs the
+    workspace's code is confined by the kernel: ``"auto"`` (Linux Landlock where the
+    kernel has it, else none, stated in the verdict), ``"landlock"`` (required: a
+    kernel without it is a :class:`SandboxError`, a run that could not apply it is
+    inconclusive) or ``"none"``.  Set-up problems raise :class:`SandboxError`;
+    everything the workspace does, and what the run leaves behind, is a
+    :class:`Verdict`.
     """
     options = _Options.build(
         timeout=timeout,
@@ -314,6 +345,7 @@ def run_hidden_tests(
         plugins=plugins,
         limits=limits,
         isolation=isolation,
+        confinement=confinement,
     )
     return _run(workspace, _resolve_tests(tests), options)
 
@@ -328,6 +360,11 @@ def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
     if not isinstance(workspace, (str, os.PathLike)):
         msg = f"'workspace' must be a path to a folder (got {workspace!r})"
         raise SandboxError(msg)
+    if options.confinement == "landlock":
+        abi, why = confinement.abi_version()
+        if not abi:
+            msg = f"confinement='landlock' needs a kernel with Landlock: {why}"
+            raise SandboxError(msg)
     try:
         source = Path(os.fspath(workspace)).resolve()
         hidden = tests.resolve()
@@ -388,7 +425,8 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     suite = stage_hidden(hidden, suite_root, random.Random(secrets.randbits(64)))
     runner_dir = root / "runner"
     runner_dir.mkdir()
-    (runner_dir / "runner.py").write_bytes(_RUNNER.read_bytes())
+    for name in _RUNNER_FILES:
+        (runner_dir / name).write_bytes((_SANDBOX_DIR / name).read_bytes())
     (runner_dir / "pytest.ini").write_text(_TRUSTED_INI, encoding="utf-8")
     for name in ("home", "tmp"):
         (root / name).mkdir()
@@ -410,12 +448,21 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         msg = f"'pythonpath' entries must stay inside the workspace (got {escaped!r})"
         raise SandboxError(msg)
     is_root = hasattr(os, "geteuid") and os.geteuid() == 0
+    writable = [str(copy), str(root / "home"), str(root / "tmp")]
     settings = {
         "args": args,
         "pythonpath": pythonpath,
         "suite": str(suite.root),
+        "staged": str(root / "suite"),
+        "run": str(root),
+        "writable": writable,
         "limits": limits.rlimits(
             options.timeout, is_root=is_root, user_processes=None if is_root else _user_processes()
+        ),
+        # In process, the hidden tests and the runner are read by the very process that
+        # runs the workspace's code; only the original hidden tests stay out of reach.
+        "confine": _policy(
+            options, writable, read=[str(root / s) for s in _STAGED], deny=[str(hidden)]
         ),
     }
     env = child_environment(os.environ, dict(options.env), home=root / "home", tmp=root / "tmp")
@@ -423,12 +470,40 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     wrapper = [part.replace(_SANDBOX_FIELD, str(root)) for part in options.interpreter()]
     argv = [*wrapper, "-I", "-B", "-X", "utf8", str(runner_dir / "runner.py")]
     if options.isolation == "process":
-        # The judge runs on this interpreter; the wrapper applies to the subject alone.
+        # The judge runs on this interpreter, unconfined; the wrapper and confinement
+        # apply to the subject alone, which may read nothing staged for the judge.
         # Its files are staged before the snapshot, so changing them is tampering too.
-        argv, settings = stage_judge(
-            runner_dir, settings, subject_python=wrapper, workspace=copy, timeout=options.timeout
+        subject_policy = _policy(
+            options, writable, read=[], deny=[str(hidden), *(str(root / s) for s in _STAGED)]
         )
-    return _Staged(suite, snapshot(root, _STAGED), argv, copy, env, settings)
+        argv, settings = stage_judge(
+            runner_dir,
+            settings,
+            subject_python=wrapper,
+            workspace=copy,
+            timeout=options.timeout,
+            confine=subject_policy,
+        )
+    staged = snapshot(root, _STAGED)
+    # What the hidden tests' module files must hash to when they are imported.
+    settings["manifest"] = {
+        rel.partition("/")[2]: [size, digest.hex()]
+        for rel, (size, digest) in staged.files.items()
+        if rel.startswith("suite/")
+    }
+    return _Staged(suite, staged, argv, copy, env, settings)
+
+
+def _policy(
+    options: _Options, writable: Sequence[str], *, read: Sequence[str], deny: Sequence[str]
+) -> dict[str, Any]:
+    """The confinement policy of the process that runs the workspace's code."""
+    return {
+        "mode": options.confinement,
+        "write": list(writable),
+        "read": list(read),
+        "deny": list(deny),
+    }
 
 
 def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
@@ -492,6 +567,8 @@ def _grade(
         )
         raise SandboxError(msg)
     modified, incomplete = _check_leftovers(root, staged.snapshot)
+    # A hidden module refused at import is a staged file that did not stay as staged.
+    modified += [f"suite/{path} ({detail})" for path, detail in log.integrity]
     judgement = judge(
         suite=staged.suite,
         log=log,
@@ -501,16 +578,32 @@ def _grade(
         output_bytes=options.limits.output_bytes,
         unchecked=incomplete,
     )
+    level, detail = _confinement_of(log)
+    passed, inconclusive, reason = judgement.passed, judgement.inconclusive, judgement.reason
+    if level == "none":
+        if options.confinement == "landlock" and not judgement.tampered:
+            # Asked for and not applied: the run says nothing about the workspace.
+            passed, inconclusive = False, True
+            reason = f"confinement='landlock' was asked but not applied ({detail}); {reason}"
+        else:
+            reason = f"{reason} (not confined by the kernel: {detail})"
     return Verdict(
-        passed=judgement.passed,
+        passed=passed,
         outcomes=judgement.outcomes,
         tampered=judgement.tampered,
-        inconclusive=judgement.inconclusive,
-        confinement="none",
-        reason=judgement.reason,
+        inconclusive=inconclusive,
+        confinement=level,
+        reason=reason,
         duration_s=time.monotonic() - started,
         output_tail=run.output_tail,
     )
+
+
+def _confinement_of(log: ChannelLog) -> tuple[str, str]:
+    """How the process that ran the workspace's code was confined, and why not."""
+    if log.confinement is None:
+        return "none", "the test process did not report its confinement"
+    return log.confinement
 
 
 def _check_leftovers(root: Path, staged: Snapshot) -> tuple[list[str], str | None]:
@@ -578,7 +671,8 @@ class HiddenTests:
     def __repr__(self) -> str:
         defaults = _Options()
         parts = [repr(str(self.tests))]
-        for name in ("timeout", "python", "env", "pythonpath", "plugins", "limits", "isolation"):
+        names = ("timeout", "python", "env", "pythonpath", "plugins", "limits", "isolation")
+        for name in (*names, "confinement"):
             value = getattr(self.options, name)
             if value != getattr(defaults, name):
                 parts.append(f"{name}={dict(value) if name == 'env' else value!r}")
@@ -594,7 +688,8 @@ def hidden_tests(
     pythonpath: Sequence[str] = (".",),
     plugins: Sequence[str] = (),
     limits: Limits | None = None,
-    isolation: str = "process",
+    isolation: str = "inprocess",
+    confinement: str = "auto",
 ) -> HiddenTests:
     """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.
 
@@ -610,5 +705,6 @@ def hidden_tests(
         plugins=plugins,
         limits=limits,
         isolation=isolation,
+        confinement=confinement,
     )
     return HiddenTests(_resolve_tests(tests), options)

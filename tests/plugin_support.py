@@ -42,8 +42,12 @@ def state_of(ldd_dir: Path, name: str) -> str:
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     """Run pytest in-process with the plugin's usual flags."""
-    # pytest-harvest (a benchmark baseline) is not under test here.
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:harvest", *args)
+    # pytest-harvest (a benchmark baseline) is not under test here.  Nor is
+    # pytest-rerunfailures, but where a test reruns: with xdist installed it opens a
+    # server socket in every session and never closes it, and in-process runs would
+    # pile them up in one long-lived test process (a worker's descriptors past 256).
+    quiet = () if "--reruns" in args else ("-p", "no:rerunfailures")
+    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:harvest", *quiet, *args)
 
 
 def strip_volatile(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

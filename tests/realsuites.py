@@ -20,8 +20,12 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import pytest_ldd
 
 __all__ = ["SUITES", "RealSuite", "plain_outcomes", "stage_suite"]
 
@@ -97,26 +101,66 @@ def stage_suite(suite: RealSuite, where: Path) -> tuple[Path, Path]:
     return workspace, hidden
 
 
-def plain_outcomes(workspace: Path, hidden: Path, *, timeout: float = 600.0) -> dict[str, str]:
-    """Each test id's outcome under plain pytest (the library importable, nothing else)."""
+# Confines itself as the sandbox's test process does, then runs pytest: the suite's
+# outcomes under the sandbox's allow-list, with nothing else of the sandbox around.
+_CONFINED = """
+import json, sys
+policy, module = json.loads(sys.argv[1]), sys.argv[2]
+namespace = {"__name__": "_ldd_confinement"}
+with open(module, encoding="utf-8") as handle:
+    exec(compile(handle.read(), module, "exec"), namespace)
+report = namespace["confine"](policy)
+if report["level"] != "landlock":
+    raise SystemExit(f"not confined: {report['detail']}")
+import pytest
+raise SystemExit(pytest.main(sys.argv[3:]))
+"""
+
+
+def plain_outcomes(
+    workspace: Path,
+    hidden: Path,
+    *,
+    timeout: float = 600.0,
+    confine: Mapping[str, Any] | None = None,
+) -> dict[str, str]:
+    """Each test id's outcome under plain pytest (the library importable, nothing else).
+
+    With ``confine`` (a policy of ``pytest_ldd._sandbox.confinement``), pytest runs in
+    a process that confined itself with that policy first, with ``HOME`` and
+    ``TMPDIR`` in the folders the policy lets it write (its first two), and its
+    working folder the workspace, as in the sandbox.
+    """
     plugin_dir = hidden.parent / "plain-collector"
     plugin_dir.mkdir(exist_ok=True)
     (plugin_dir / "ldd_plain_collector.py").write_text(_COLLECTOR, encoding="utf-8")
-    out = hidden.parent / "plain-outcomes.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
     env["PYTHONPATH"] = os.pathsep.join([str(workspace), str(plugin_dir)])
     env["PYTHONDONTWRITEBYTECODE"] = "1"
-    env["LDD_PLAIN_OUTCOMES"] = str(out)
     tests = sorted(p.name for p in hidden.iterdir())
-    command = [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:ldd",
-        "-p", "ldd_plain_collector", "--rootdir", str(hidden), *tests,
+    options = [
+        "-q", "-p", "no:cacheprovider", "-p", "no:ldd",
+        "-p", "ldd_plain_collector", "--rootdir", str(hidden),
     ]  # fmt: skip
+    command = [sys.executable, "-m", "pytest", *options, *tests]
+    cwd = hidden
+    out = hidden.parent / "plain-outcomes.json"
+    if confine is not None:
+        home, tmp = (Path(folder) for folder in list(confine["write"])[:2])
+        env.update(HOME=str(home), TMPDIR=str(tmp))
+        out = tmp / "plain-outcomes.json"
+        module = Path(pytest_ldd.__file__).parent / "_sandbox" / "confinement.py"
+        command = [sys.executable, "-c", _CONFINED, json.dumps(dict(confine)), str(module)]
+        command += [*options, "--basetemp", str(tmp / "pytest")]
+        command += [str(hidden / name) for name in tests]
+        cwd = workspace
+    env["LDD_PLAIN_OUTCOMES"] = str(out)
     done = subprocess.run(
-        command, cwd=hidden, env=env, capture_output=True, text=True, timeout=timeout, check=False
+        command, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
     if not out.exists():
         msg = f"plain pytest wrote no outcomes (exit {done.returncode}): {done.stdout[-2000:]}"
+        msg += done.stderr[-2000:]
         raise AssertionError(msg)
     found = json.loads(out.read_text(encoding="utf-8"))
     errors = found.pop("<collect_errors>", [])

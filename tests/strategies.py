@@ -7,8 +7,8 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from pytest_ldd.loss import VectorLoss
-from pytest_ldd.metric import Metric, bounded_rate, positive_count, signed_delta
+from pytest_ldd.model.loss import VectorLoss
+from pytest_ldd.model.metric import Metric, bounded_rate, positive_count, signed_delta
 
 unit_floats = st.floats(min_value=0.0, max_value=1.0)
 """Values already on the normalized scale."""

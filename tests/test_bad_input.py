@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from pytest_ldd.calibrator import Calibrator
-from pytest_ldd.compose import maximum, minimum, weighted_sum
+from pytest_ldd.calibration.calibrator import Calibrator
+from pytest_ldd.calibration.registry import MetricRegistry
 from pytest_ldd.config import load_config
 from pytest_ldd.errors import (
     CompositionError,
@@ -23,9 +23,9 @@ from pytest_ldd.errors import (
     UnknownMetricError,
     VersionConflictError,
 )
-from pytest_ldd.metric import MetricSpec, bounded_rate, positive_count, signed_delta
-from pytest_ldd.registry import MetricRegistry
-from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.model.compose import maximum, minimum, weighted_sum
+from pytest_ldd.model.metric import MetricSpec, bounded_rate, positive_count, signed_delta
+from pytest_ldd.model.statistics import CalibrationGate
 from pytest_ldd.store.files import TraceStore
 
 

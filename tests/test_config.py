@@ -9,8 +9,8 @@ import pytest
 
 from pytest_ldd.config import AgentsConfig, LddConfig, MetricConfig, load_config, load_config_file
 from pytest_ldd.errors import InvalidSpecError
-from pytest_ldd.metric import MetricSpec, PositiveCountMetric
-from pytest_ldd.statistics import CalibrationGate
+from pytest_ldd.model.metric import MetricSpec, PositiveCountMetric
+from pytest_ldd.model.statistics import CalibrationGate
 
 FULL = """
 [project]

@@ -97,9 +97,9 @@ def test_loading_the_plugin_does_not_import_the_heavy_modules() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = eval(out.stdout)
     for heavy in (
-        "pytest_ldd.registry",
-        "pytest_ldd.calibrator",
-        "pytest_ldd.statistics",
+        "pytest_ldd.calibration.registry",
+        "pytest_ldd.calibration.calibrator",
+        "pytest_ldd.model.statistics",
         "pytest_ldd.store",
         "pytest_ldd.agents",
         "pytest_ldd.sandbox",

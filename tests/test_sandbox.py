@@ -1,7 +1,8 @@
 """Tests of pytest_ldd.sandbox: the verdict, the options, staging, the channel, the judge,
 and real runs that look at the child from the inside (its environment, sys.path, flags).
-Runs that inspect the in-process child name ``isolation="inprocess"``; the others use the
-default, process isolation (tests/test_sandbox_process.py covers what is specific to it).
+Runs use the default, confined in-process isolation (those that inspect the in-process
+child also name it); tests/test_sandbox_process.py covers what is specific to
+``isolation="process"``, tests/test_sandbox_confinement.py the kernel confinement.
 
 The attacks themselves are in tests/redteam/.
 """
@@ -288,18 +289,25 @@ def test_limits():
 
 
 def test_the_run_uses_a_fresh_copy_and_leaves_nothing_behind(task: SimpleNamespace) -> None:
-    record = task.root / "where.txt"
     hidden = _write(
         task.root / "writer",
         {
             "test_w.py": "import os\nfrom pathlib import Path\n\n\ndef test_write():\n"
-            "    Path('calc.py').write_text('broken')\n"
-            f"    Path({str(record)!r}).write_text(os.getcwd())\n"
+            "    Path('calc.py').write_text('broken')\n\n\n"
+            # The run may write nothing outside its folder: its folder is shown instead.
+            "def test_where():\n    assert os.getcwd() == 'shown'\n"
         },
     )
-    assert run_hidden_tests(task.good, hidden).passed
+    verdict = run_hidden_tests(task.good, hidden)
+    assert dict(verdict.outcomes) == {
+        "test_w.py::test_write": "passed",
+        "test_w.py::test_where": "failed",
+    }
     assert (task.good / "calc.py").read_text() == CALC
-    sandbox = Path(record.read_text()).parent.parent
+    shown = r"\+ (/\S*/ldd-sandbox-[^/\s]+)/ws/good$"  # the diff pytest shows
+    found = re.search(shown, verdict.output_tail, re.M)
+    assert found, verdict.output_tail
+    sandbox = Path(found.group(1))
     assert sandbox.name.startswith("ldd-sandbox-")
     assert not sandbox.exists()
 

@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import boot, handles, proxies, stubs, subject, wire
+from pytest_ldd._sandbox import boot, proxies, subject, wire
 from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
@@ -79,7 +79,8 @@ VALUES = [
     decimal.Decimal("-1.50"), decimal.Decimal("NaN"), fractions.Fraction(-3, 7), uuid.UUID(int=7),
     int, ValueError, type,
     collections.OrderedDict([("b", 1), ("a", 2)]), collections.Counter("abca"),
-    range(2, 20, 3), range(-(2**70)), slice(1, None, "x"), bytearray(b"\x00a"), ..., NotImplemented,
+    range(2, 20, 3), range(-(2**70)), slice(1, None, "x"), bytearray(b"\x00a"), ...,
+    NotImplemented,
     collections.defaultdict(list, {"a": [1]}), collections.deque([1, 2], maxlen=3),
     list[int], dict[str, tuple[int, ...]],
 ]  # fmt: skip
@@ -326,18 +327,21 @@ def test_isolation_is_validated_and_named(tmp_path: Path) -> None:
         run_hidden_tests(tmp_path / "ws", tmp_path / "hidden", isolation="thread")
     with pytest.raises(SandboxError, match="'isolation'"):
         hidden_tests(tmp_path / "hidden", isolation=None)  # type: ignore[arg-type]
-    checker = hidden_tests(tmp_path / "hidden", isolation="inprocess")
+    checker = hidden_tests(tmp_path / "hidden", isolation="process")
     assert isinstance(checker, HiddenTests)
-    assert "isolation='inprocess'" in repr(checker)
+    assert "isolation='process'" in repr(checker)
 
 
-def test_process_isolation_is_the_default(tmp_path: Path) -> None:
+def test_confined_inprocess_isolation_is_the_default(tmp_path: Path) -> None:
     _write(tmp_path / "hidden", {"test_x.py": "def test_x():\n    pass\n"})
     default = hidden_tests(tmp_path / "hidden")
-    assert default.options.isolation == "process"
+    assert default.options.isolation == "inprocess"
+    assert default.options.confinement == "auto"
     assert "isolation=" not in repr(default)  # the repr names only what differs
-    assert default.options == hidden_tests(tmp_path / "hidden", isolation="process").options
-    assert inspect.signature(run_hidden_tests).parameters["isolation"].default == "process"
+    assert default.options == hidden_tests(tmp_path / "hidden", isolation="inprocess").options
+    parameters = inspect.signature(run_hidden_tests).parameters
+    assert parameters["isolation"].default == "inprocess"
+    assert parameters["confinement"].default == "auto"
 
 
 # -- compatibility -------------------------------------------------------------------
@@ -696,7 +700,10 @@ def _serving(ws: Path, module: str) -> Any:
     connection = proxies.Connection.start(
         [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
         cwd=str(ws),
-        sources={name: (here / f"{name}.py").read_bytes() for name in boot.SUBJECT_MODULES},
+        sources={
+            name: (here / f"{name}.py").read_bytes()
+            for name in ("confinement", *boot.SUBJECT_MODULES)
+        },
         pythonpath=[str(ws)],
         deadline=time.monotonic() + 60,
     )
@@ -995,7 +1002,7 @@ class _Plain:
 
 
 class _Case(unittest.TestCase):
-    def runTest(self) -> None:  # noqa: N802 - unittest's name
+    def runTest(self) -> None:
         return None
 
 

@@ -1,8 +1,10 @@
 """Boot: starting the subject process, its handshake, and the deadlines of the conversation.
 
 The judge starts the subject (``python -I -B -X utf8 -c BOOTSTRAP``, the ``python=``
-wrapper in front) and writes on its standard input one JSON line of settings and the
-source of each module the subject runs, in order (:data:`SUBJECT_MODULES`).  It
+wrapper in front) and writes on its standard input one JSON line of settings, the
+source of the confinement module (which the subject runs first, to confine itself)
+and the source of each module the subject serves with, in order
+(:data:`SUBJECT_MODULES`).  It
 writes what the pipe takes at once, so the subject compiles while the judge imports
 pytest; :meth:`Boot.hello` sends the rest and waits for the subject's first message.
 
@@ -72,8 +74,14 @@ class Boot:
         )
         boot = cls(proc, deadline)
         order = [[name, len(sources[name])] for name in SUBJECT_MODULES]
-        head = json.dumps({**settings, "sources": order}, separators=(",", ":")) + "\n"
-        data = head.encode("utf-8") + b"".join(sources[name] for name in SUBJECT_MODULES)
+        confinement = sources.get("confinement", b"def confine(policy):\n    return None\n")
+        head = json.dumps(
+            {**settings, "confinement": len(confinement), "sources": order},
+            separators=(",", ":"),
+        )
+        data = b"".join(
+            (head.encode("utf-8"), b"\n", confinement, *(sources[n] for n in SUBJECT_MODULES))
+        )
         with contextlib.suppress(BlockingIOError, BrokenPipeError):
             data = data[os.write(boot.write_fd, data) :]
         boot._pending = data

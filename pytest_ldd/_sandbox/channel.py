@@ -4,6 +4,9 @@ One record per line: ``<hex HMAC-SHA256 of the payload> <JSON payload>``, the ke
 fresh random one per run, handed to the child on its standard input.  Every payload
 holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 
+- ``confinement`` (``level``, ``detail``) -- how the kernel confines the process that
+  runs the workspace's code (``"landlock"`` or ``"none"``, and why); sent once, before
+  ``hello`` and so before any workspace code ran;
 - ``hello`` -- the runner started and imported pytest;
 - ``fatal`` (``detail``) -- the runner could not start pytest (a setup problem); only
   ever the first record: one after ``hello`` was sent by code that stole the key;
@@ -15,6 +18,8 @@ holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
   subclass whose builtin value says false (the test failed for it);
 - ``limit`` (``id``, ``detail``) -- process isolation could not carry something a test
   (or a collected module) needed: the verdict cannot vouch for it;
+- ``integrity`` (``path``, ``detail``) -- a module file of the staged hidden tests was
+  refused at import: changed, swapped or never staged (the import failed);
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
 
 A record that fails authentication, is out of sequence or malformed is never used;
@@ -41,6 +46,8 @@ MAX_RECORD_BYTES = 1024 * 1024
 MAX_CONTAINERS = 8
 _MAX_LIARS = 20
 _MAX_LIMITS = 10_000
+_MAX_INTEGRITY = 20
+_LEVELS = frozenset({"landlock", "none"})
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
 
 
@@ -60,6 +67,8 @@ class ChannelLog:
     after_finish: int = 0
     liars: list[tuple[str, str]] = field(default_factory=list)
     limits: dict[str, str] = field(default_factory=dict)
+    confinement: tuple[str, str] | None = None
+    integrity: list[tuple[str, str]] = field(default_factory=list)
 
 
 def read_channel(data: bytes, key: bytes) -> ChannelLog:
@@ -123,6 +132,18 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                 )
             else:
                 log.fatal = str(record["detail"])[:2000]
+        elif kind == "confinement":
+            level = record["level"]
+            if log.hello or log.confinement is not None or level not in _LEVELS:
+                log.problems.append(
+                    "a 'confinement' report record arrived twice, late or malformed:"
+                    " the runner's key was used by the code under test"
+                )
+            else:
+                log.confinement = (level, str(record["detail"])[:500])
+        elif kind == "integrity":
+            if len(log.integrity) < _MAX_INTEGRITY:
+                log.integrity.append((str(record["path"])[:500], str(record["detail"])[:500]))
         elif kind == "liar":
             if len(log.liars) < _MAX_LIARS:
                 log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))

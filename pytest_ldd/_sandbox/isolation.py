@@ -23,6 +23,7 @@ __all__ = ["ISOLATIONS", "check_isolation", "stage_judge"]
 
 ISOLATIONS = ("process", "inprocess")
 _HERE = Path(__file__).parent
+# The runner's own files (runner.py, confinement.py, integrity.py) are staged already.
 _FILES = (
     "judge_runner.py", "wire.py", "handles.py", "stubs.py", "calls.py", "boot.py", "proxies.py",
     "subject.py",
@@ -44,8 +45,12 @@ def stage_judge(
     subject_python: Sequence[str],
     workspace: Path,
     timeout: float,
+    confine: Mapping[str, Any],
 ) -> tuple[list[str], dict[str, Any]]:
-    """Copy the judge's files beside the runner; the judge's argv and settings."""
+    """Copy the judge's files beside the runner; the judge's argv and settings.
+
+    ``confine`` is the confinement policy the subject applies to itself.
+    """
     for name in _FILES:
         (runner_dir / name).write_bytes((_HERE / name).read_bytes())
     if not sys.executable:
@@ -55,6 +60,7 @@ def stage_judge(
         "argv": [*subject_python, "-I", "-B", "-X", "utf8", "-c", BOOTSTRAP],
         "cwd": str(workspace),
         "timeout": timeout,
+        "confine": dict(confine),
     }
     argv = [sys.executable, "-I", "-B", "-X", "utf8", str(runner_dir / "judge_runner.py")]
     return argv, {**settings, "subject": subject}

@@ -8,16 +8,18 @@ settings from standard input as the in-process runner does, applies the same lim
 and environment scrubbing, and reports through the same authenticated channel
 (``runner.Channel`` and ``runner.Reporter``).  Then it
 
-1. makes itself non-dumpable (Linux), so a subject running as the same user cannot
+1. checks every module file of the staged hidden tests as it is imported, from the
+   bytes that get compiled (``integrity.py``), never reads bytecode from the run's
+   folder (pytest's assertion-rewrite cache included), and never imports anything
+   from a folder the subject can write (its workspace copy, ``HOME``, ``TMPDIR``);
+2. makes itself non-dumpable (Linux), so a subject running as the same user cannot
    read its memory or open its descriptors through ``/proc``;
-2. never reads bytecode from the run's own folder (the hidden tests, their
-   conftest files, the runner), neither through pytest's assertion-rewrite cache
-   nor through the import system: a ``.pyc`` the subject planted there is ignored;
-3. starts the subject process (:mod:`subject`), in this process group, and puts
+3. starts the subject process (:mod:`subject`), in this process group, with the
+   confinement policy it applies to itself before anything else, and puts
    :class:`proxies.WorkspaceFinder` last on ``sys.meta_path``; the workspace is never
    on this process's ``sys.path``;
-4. runs ``pytest.main`` with the reporter and the isolation guard, and leaves with
-   ``os._exit``.
+4. forwards the subject's report of its confinement, then runs ``pytest.main`` with
+   the reporter and the isolation guard, and leaves with ``os._exit``.
 
 It imports only the standard library and pytest.
 """
@@ -35,7 +37,6 @@ from types import ModuleType
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
-_BYTECODE = (".pyc", ".pyo")
 # The modules of process isolation, in the order they load (each may use the earlier).
 _JUDGE_MODULES = ("wire", "handles", "stubs", "calls", "boot", "proxies")
 
@@ -48,34 +49,6 @@ def _load(name: str, path: Path) -> ModuleType:
     sys.modules[name] = module
     spec.loader.exec_module(module)
     return module
-
-
-def _refuse_bytecode(root: str) -> None:
-    """Compile every module of the run's folder from its source, never from a cache."""
-    from importlib import machinery
-
-    original = machinery.SourceFileLoader.get_data
-    # The staged folders hold no symlinks (the hidden tests are copied as files), so
-    # the path of a bytecode file there starts with the folder's path as given or
-    # resolved.
-    inside = (os.path.abspath(root) + os.sep, os.path.realpath(root) + os.sep)
-
-    def get_data(self: Any, path: str) -> bytes:
-        if path.endswith(_BYTECODE) and os.path.abspath(path).startswith(inside):
-            msg = f"bytecode in the sandbox is never read: {path}"
-            raise OSError(msg)
-        return original(self, path)
-
-    machinery.SourceFileLoader.get_data = get_data  # type: ignore[method-assign]
-
-
-def _refuse_rewrite_cache(pytest: Any) -> None:
-    from _pytest.assertion import rewrite
-
-    def read_pyc(*args: Any, **kwargs: Any) -> None:
-        return None
-
-    rewrite._read_pyc = read_pyc
 
 
 def _not_dumpable() -> None:
@@ -107,7 +80,6 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    _refuse_bytecode(str(_HERE.parent))
     runner = _load("_ldd_runner", _HERE / "runner.py")
     for name in _JUDGE_MODULES:
         _load(f"_ldd_{name}", _HERE / f"{name}.py")
@@ -118,9 +90,14 @@ def main() -> int:
     fd = int(settings["fd"])
     os.set_inheritable(fd, False)
     channel = runner.Channel(fd, bytes.fromhex(settings.pop("key")))
+    # Before the subject exists: from here on no module comes from a folder it can
+    # write, and the hidden tests' files compile only from their staged bytes.
+    guard_rewrite = runner.guard_suite(settings, channel, refuse=settings["writable"])
     _not_dumpable()
     subject = settings["subject"]
-    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in boot.SUBJECT_MODULES}
+    # The subject confines itself first, then loads the modules it serves with.
+    names = ("confinement", *boot.SUBJECT_MODULES)
+    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in names}
     try:
         connection = proxies.Connection.start(
             subject["argv"],
@@ -128,6 +105,7 @@ def main() -> int:
             sources=sources,
             pythonpath=settings["pythonpath"],
             deadline=started + _conversation_s(float(subject["timeout"])),
+            confine=subject["confine"],
         )
     except OSError as exc:
         channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")
@@ -137,11 +115,15 @@ def main() -> int:
     except ImportError as exc:
         channel.send("fatal", detail=f"pytest cannot be imported: {exc}")
         return 3
-    _refuse_rewrite_cache(pytest)
+    from _pytest.assertion import rewrite
+
+    guard_rewrite(rewrite)
     problem = connection.hello()
     if problem is not None:
         channel.send("fatal", detail=problem)
         return 3
+    confined = connection.confinement
+    channel.send("confinement", level=confined["level"], detail=confined["detail"])
     connection.random.install()
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"], connection))

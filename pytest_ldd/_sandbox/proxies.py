@@ -360,6 +360,24 @@ class JudgePolicy:
 # -- the connection ------------------------------------------------------------------
 
 
+def _is_hello(payload: Any) -> bool:
+    """``("hello", pid, (level, detail))``: the subject's first message.
+
+    The pid is the subject's own view: in a wrapper's PID namespace it is not the one
+    the judge started.
+    """
+    return (
+        type(payload) is tuple
+        and len(payload) == 3
+        and payload[0] == "hello"
+        and type(payload[1]) is int
+        and type(payload[2]) is tuple
+        and len(payload[2]) == 2
+        and payload[2][0] in ("landlock", "none")
+        and type(payload[2][1]) is str
+    )
+
+
 class Connection:
     """The judge's end of the conversation with one subject process."""
 
@@ -405,12 +423,19 @@ class Connection:
         sources: dict[str, bytes],
         pythonpath: Sequence[str],
         deadline: float,
+        confine: Mapping[str, Any] | None = None,
     ) -> Connection:
-        """Start the subject and send it its code (it boots while the judge imports pytest)."""
+        """Start the subject and send it its code (it boots while the judge imports pytest).
+
+        ``sources`` holds ``confinement`` and the modules of ``boot.SUBJECT_MODULES``;
+        the subject applies ``confine`` (a :mod:`confinement` policy) before it runs
+        anything else.  Never blocks: what the pipe does not take now, :meth:`hello`
+        sends.
+        """
+        settings = {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
         started = boot.Boot.start(
-            argv, cwd=cwd, sources=sources, settings={"pythonpath": list(pythonpath)},
-            deadline=deadline,
-        )  # fmt: skip
+            argv, cwd=cwd, sources=sources, settings=settings, deadline=deadline
+        )
         return cls(started)
 
     def hello(self) -> str | None:
@@ -419,15 +444,17 @@ class Connection:
             message = self.boot.hello(self.peer.receive)
         except (OSError, wire.WireError) as exc:
             return self._break(f"the subject process did not start: {exc}")
-        if not (
-            message[0] == "r"
-            and message[1] == -1
-            and type(message[2]) is tuple
-            and message[2][:1] == ("hello",)
-        ):
+        if message[:2] != ("r", -1) or not _is_hello(message[2]):
             return self._break(f"the subject process did not start: {message!r:.200}")
+        # Sent before the subject imported anything of the workspace: trustworthy.
+        _, _, report = message[2]
+        self.confinement = {"level": report[0], "detail": report[1][:500]}
         self.started = True
         return None
+
+    confinement: Mapping[str, str] = types.MappingProxyType(
+        {"level": "none", "detail": "not started"}
+    )
 
     @property
     def broken(self) -> str | None:

@@ -8,21 +8,27 @@ neither the current folder nor the script's folder on ``sys.path``).  It then
    environment, which a calling shell could have set and the code under test can read
    back more easily -- and points standard input at ``/dev/null``;
 2. applies the resource limits and scrubs ``PYTEST_*`` / ``PYTHON*`` once more;
-3. runs ``pytest.main`` with a reporting plugin that writes one authenticated JSON
+3. confines itself with Landlock (``confinement.py``, staged beside it) before it
+   imports pytest, and reports what was applied; from then on it writes only the
+   workspace copy and its scratch folders, and never reads the original hidden tests;
+4. checks every module file of the staged hidden tests as it is imported, from the
+   bytes that get compiled (``integrity.py``), and never reads bytecode there;
+5. runs ``pytest.main`` with a reporting plugin that writes one authenticated JSON
    line per event to a pipe inherited from the parent (HMAC-SHA256 under a per-run
    key, numbered in sequence), and puts the workspace copy on ``sys.path`` only once
    pytest's plugins are loaded (as pytest's ``pythonpath`` setting does), behind an
    import guard: a workspace module never replaces a standard-library module, nor
    one that is imported already (``pdb``, ``cmd``, ``getpass`` stay the real ones);
-4. decides every comparison of the hidden test files (after pytest's assertion
+6. decides every comparison of the hidden test files (after pytest's assertion
    rewriting) that a builtin subclass claims true by the builtin base's own operation
    on the underlying value as well: where the two disagree, the test fails and a
    ``liar`` record is sent;
-5. leaves with ``os._exit``, so nothing the code under test registered to run at exit
+7. leaves with ``os._exit``, so nothing the code under test registered to run at exit
    can change the exit status after pytest reported it.
 
-It imports only the standard library and pytest, because the interpreter under test
-need not have pytest-ldd installed.  The parent never imports it.
+It imports only the standard library and pytest (and the two files staged beside it),
+because the interpreter under test need not have pytest-ldd installed.  The parent
+never imports it.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import contextlib
 import hashlib
 import hmac
 import importlib.machinery
+import importlib.util
 import json
 import operator
 import os
@@ -382,6 +389,38 @@ def _scrub_environment() -> None:
     os.environ[_AUTOLOAD_OFF] = "1"
 
 
+def load_sibling(name: str) -> types.ModuleType:
+    """A module staged beside this file (``runner/``), loaded by its path as ``_ldd_<name>``."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"_ldd_{name}", path)
+    if spec is None or spec.loader is None:  # pragma: no cover - a file we staged
+        msg = f"cannot load the sandbox's {path!r}"
+        raise ImportError(msg)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def guard_suite(
+    settings: dict[str, Any], channel: Channel, *, refuse: Sequence[str] = ()
+) -> Callable[[Any], None]:
+    """Check the staged hidden tests' module files at import (:mod:`integrity`).
+
+    Returns what to call with ``_pytest.assertion.rewrite`` once pytest is imported,
+    so that its rewriter reads the test files through the same check.
+    """
+    integrity = load_sibling("integrity")
+    checker = integrity.guard(
+        str(settings["staged"]),
+        settings["manifest"],
+        lambda path, detail: channel.send("integrity", path=path, detail=detail),
+        run=str(settings["run"]),
+        refuse=refuse,
+    )
+    return lambda rewrite: integrity.guard_rewrite(rewrite, checker)
+
+
 def main() -> int:
     """Run the hidden tests as the parent's settings say; return pytest's exit code."""
     settings = json.loads(sys.stdin.buffer.readline())
@@ -395,11 +434,19 @@ def main() -> int:
     # inherit the pipe.
     os.set_inheritable(fd, False)
     channel = Channel(fd, bytes.fromhex(settings.pop("key")))
+    # Confined before pytest is imported, so everything that runs here is; the
+    # report goes out before any workspace code could have the key.
+    confined = load_sibling("confinement").confine(settings.get("confine"))
+    channel.send("confinement", level=confined["level"], detail=confined["detail"])
+    guard_rewrite = guard_suite(settings, channel)
     try:
         import pytest
     except ImportError as exc:
         channel.send("fatal", detail=f"pytest cannot be imported: {exc}")
         return 3
+    from _pytest.assertion import rewrite
+
+    guard_rewrite(rewrite)
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     reporter = Reporter(channel, list(settings["pythonpath"]))
     guard_comparisons(

@@ -2,9 +2,12 @@
 
 The judge starts ``python -I -B -X utf8 -c BOOTSTRAP`` (the ``python=`` wrapper, if
 any, applies here only) and sends, on its standard input, one JSON line of settings
-followed by the source of each module this process runs (``boot.SUBJECT_MODULES``:
-the codec, the handle table, the stand-ins, the call mapping and this file); nothing
-of ours needs to be on the subject's disk.  This process then
+followed by the source of ``confinement.py`` and of each module this process runs
+(``boot.SUBJECT_MODULES``: the codec, the handle table, the stand-ins, the call
+mapping and this file); nothing of ours needs to be on the subject's disk.  The
+bootstrap confines the process with Landlock first (it may then write only its
+workspace copy and scratch folders, and read nothing of the judge's), and its hello
+reports what was applied.  This process then
 
 1. keeps its standard input and output as the request and answer pipes, points
    file descriptor 0 at ``/dev/null`` and 1 at standard error (what the workspace
@@ -290,7 +293,9 @@ def main(settings: dict[str, Any]) -> None:
     sys.stdout = Printed(subject.peer, 1)
     sys.stderr = Printed(subject.peer, 2)
     _forward_warnings(subject.peer)
-    subject.peer.send(("r", -1, ("hello", os.getpid())))
+    confined = settings.get("confined") or {"level": "none", "detail": "not reported"}
+    report = (str(confined["level"]), str(confined["detail"]))
+    subject.peer.send(("r", -1, ("hello", os.getpid(), report)))
     try:
         while True:
             try:
@@ -317,12 +322,16 @@ def main(settings: dict[str, Any]) -> None:
         raise
 
 
-# Each module arrives as source and is registered as ``_ldd_<name>`` before the next
-# one runs; the last one (this file) serves.
+# The confinement module runs first and confines this process; then each module
+# arrives as source and is registered as ``_ldd_<name>`` before the next one runs; the
+# last one (this file) serves.
 BOOTSTRAP = (
     "import json,sys,types\n"
     "f=sys.stdin.buffer\n"
     "s=json.loads(f.readline())\n"
+    "c={'__name__':'_ldd_confinement'}\n"
+    "exec(compile(f.read(s['confinement']),'<ldd-confinement>','exec'),c)\n"
+    "s['confined']=c['confine'](s['confine'])\n"
     "for n,k in s['sources']:\n"
     " m=types.ModuleType('_ldd_'+n)\n"
     " sys.modules[m.__name__]=m\n"

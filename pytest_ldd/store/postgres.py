@@ -40,9 +40,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, cast, final
 
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, StoreCorruptError
-from pytest_ldd.records import PairError, check_pair_line, encode_records
-from pytest_ldd.store import Cursor, LogName, PairRead, check_project_key, masked
-from pytest_ldd.store.files import _check_metrics_shape, _metrics_text, _reject_constant
+from pytest_ldd.model.records import PairError, check_pair_line, encode_records
+from pytest_ldd.store.document import (
+    check_document,
+    document_text,
+    parse_document,
+    reject_constant,
+)
+from pytest_ldd.store.location import check_project_key, masked
+from pytest_ldd.store.protocol import SAMPLE_LINES, Cursor, LogExcerpt, LogName, PairRead
 
 if TYPE_CHECKING:
     import psycopg
@@ -403,20 +409,13 @@ class PostgresStore:
 
     def parse_registry(self, data: bytes) -> dict[str, Any]:
         """Parse and check the document (the shape of ``metrics.json``)."""
-        where = Path(self.registry_location)
-        try:
-            doc = json.loads(data.decode("utf-8"), parse_constant=_reject_constant)
-        except (UnicodeDecodeError, ValueError) as err:
-            msg = f"{self.registry_location} is not valid JSON ({err}); it was left untouched"
-            raise StoreCorruptError(msg, path=self.location) from err
-        _check_metrics_shape(doc, where)
-        return doc  # type: ignore[no-any-return]
+        return parse_document(data, self.registry_location, path=self.location)
 
     def replace_registry(self, doc: Mapping[str, Any]) -> bytes:
         """Replace the document in one statement; return the bytes stored."""
-        _check_metrics_shape(doc, Path(self.registry_location))
+        check_document(doc, self.registry_location)
         try:
-            payload = _metrics_text(doc).encode("utf-8")
+            payload = document_text(doc).encode("utf-8")
         except (TypeError, ValueError) as err:
             msg = f"registry document for {self.registry_location} is not valid JSON: {err}"
             raise StoreCorruptError(msg, path=self.location) from err
@@ -571,6 +570,14 @@ class PostgresStore:
         rows, end = self._rows(log, start)
         return [record for record, _ in rows if record is not None], end
 
+    def read_excerpt(
+        self, log: LogName, *, budget: int | None = None, samples: int = SAMPLE_LINES
+    ) -> LogExcerpt:
+        """Every record of ``log``: a database log is read whole, whatever the budget."""
+        del budget, samples
+        records, _ = self.read_log(log)
+        return LogExcerpt(records)
+
     def read_lines(self, log: LogName) -> list[tuple[int, str]]:
         """A log's ``(seq, JSON line)`` rows, in order (what export writes)."""
         table = _TABLES[log]
@@ -691,7 +698,7 @@ def _steps(rows: Sequence[tuple[Any, ...]], *, recount: bool, where: str) -> Ite
 
 def _parse(line: str, where: str, log: str, seq: int) -> dict[str, Any] | None:
     try:
-        record = json.loads(line, parse_constant=_reject_constant)
+        record = json.loads(line, parse_constant=reject_constant)
     except ValueError as err:
         msg = f"{where}: {log} record {seq} is not valid JSON ({err})"
         raise StoreCorruptError(msg, path=where) from None

@@ -23,16 +23,18 @@ import shutil
 import stat
 import subprocess
 import sys
-import sysconfig
 import tempfile
 import time
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+from unprivileged import as_unprivileged_user, drop_root, nobody_folder, unprivileged_python
 
+from pytest_ldd._sandbox.confinement import abi_version
 from pytest_ldd.sandbox import Limits, run_hidden_tests
 
 if sys.version_info >= (3, 11):
@@ -100,6 +102,10 @@ REQUIRED = {
     "always_equal_check_helper",
     "signed_fatal",
     "signed_deep_record",
+    # confinement and the integrity of the hidden tests at import
+    "neutered_then_restored",
+    "helper_swapped_then_restored",
+    "original_hidden_reader",
 }
 
 
@@ -127,10 +133,23 @@ class Case:
     calling_env: dict[str, str] = field(default_factory=dict)
     outside: str = ""
     unprivileged: bool = False
+    # What the sandbox concludes where the test process is not confined (the kernel
+    # lacks Landlock, or confinement="none"), when that differs: keys expect_passed,
+    # expect_tampered and reason.
+    without_confinement: dict[str, Any] | None = None
 
     @property
     def workspace(self) -> Path:
         return self.path / "workspace"
+
+    def expected(self, confined: bool) -> tuple[dict[str, bool], tuple[str, ...]]:
+        """The verdict's ``passed`` / ``tampered`` and the reason's fragments."""
+        if confined or self.without_confinement is None:
+            want = {"passed": self.expect_passed, "tampered": self.expect_tampered}
+            return want, self.reason
+        other = self.without_confinement
+        want = {"passed": other["expect_passed"], "tampered": other["expect_tampered"]}
+        return want, tuple(other["reason"])
 
     def prepared(self, tmp: Path) -> Path:
         """The workspace to grade: a copy that ``prepare.py`` completed, if there is one."""
@@ -158,6 +177,10 @@ def _load(path: Path) -> Case:
 
 CASES = [_load(p) for p in sorted(CASES_DIR.iterdir()) if (p / "case.toml").is_file()]
 NAIVE = [case for case in CASES if case.fools_naive]
+UNCONFINED = [case for case in CASES if case.without_confinement is not None]
+# Where the kernel has Landlock, the default ("auto") confines every run with it.
+LANDLOCK = abi_version()[0] > 0
+CONFINEMENT = "landlock" if LANDLOCK else "none"
 
 
 def _fill(values: dict[str, str], case: Case, tmp: Path) -> dict[str, str]:
@@ -195,10 +218,18 @@ def _assert_unchanged(path: Path | None) -> None:
         assert path.read_text() == "the grader's own file\n"
 
 
-def _check(case: Case, got: dict[str, Any], reason: str, elapsed: float, detail: str) -> None:
-    want = {"passed": case.expect_passed, "tampered": case.expect_tampered}
+def _check(
+    case: Case,
+    got: dict[str, Any],
+    reason: str,
+    elapsed: float,
+    detail: str,
+    *,
+    confined: bool = LANDLOCK,
+) -> None:
+    want, fragments = case.expected(confined)
     assert got == want, f"{case.attack}: {reason}\n{detail}"
-    for fragment in case.reason:
+    for fragment in fragments:
         assert fragment in reason
     assert elapsed < case.max_seconds
 
@@ -206,6 +237,20 @@ def _check(case: Case, got: dict[str, Any], reason: str, elapsed: float, detail:
 @pytest.mark.parametrize("case", CASES, ids=lambda case: case.name)
 def test_sandbox_sees_through_the_attack(
     case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _see_through(case, tmp_path, monkeypatch, confinement="auto")
+
+
+@pytest.mark.parametrize("case", UNCONFINED, ids=lambda case: case.name)
+def test_without_confinement_the_attack_is_detected_or_open(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the case's ``[without_confinement]`` says: detection, or an open attack."""
+    _see_through(case, tmp_path, monkeypatch, confinement="none")
+
+
+def _see_through(
+    case: Case, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *, confinement: str
 ) -> None:
     for name, value in _fill(case.calling_env, case, tmp_path).items():
         monkeypatch.setenv(name, value)
@@ -225,16 +270,22 @@ def test_sandbox_sees_through_the_attack(
             pythonpath=case.pythonpath,
             limits=Limits(**case.limits),
             isolation="inprocess",
+            confinement=confinement,
         )
     elapsed = time.monotonic() - started
+    confined = confinement == "auto" and LANDLOCK
+    assert verdict.confinement == ("landlock" if confined else "none")
     got = {"passed": verdict.passed, "tampered": verdict.tampered}
-    _check(case, got, verdict.reason, elapsed, verdict.output_tail[-3000:])
+    _check(case, got, verdict.reason, elapsed, verdict.output_tail[-3000:], confined=confined)
     assert len(verdict.output_tail) <= Limits(**case.limits).tail_bytes
     assert [str(w.message) for w in caught] == []
     assert list(system_tmp.iterdir()) == [], "the sandbox folder outlived the run"
     _assert_unchanged(outside)
     if case.check_pids:
-        pids = [int(line) for line in (tmp_path / "pids").read_text().split()]
+        # The attack prints its children's ids in a failing test's captured output.
+        shown = [line for line in verdict.output_tail.splitlines() if "REDTEAM_PIDS:" in line]
+        assert shown, verdict.output_tail[-3000:]
+        pids = [int(pid) for pid in shown[-1].split("REDTEAM_PIDS:", 1)[1].split()]
         assert len(pids) >= 50  # the storm really happened (as root, all 300 of it)
         deadline = time.monotonic() + 10
         while any(map(_alive, pids)) and time.monotonic() < deadline:
@@ -265,85 +316,18 @@ print(json.dumps({
 """
 
 
-_DROP = ["--reuid=nobody", "--regid=nogroup", "--clear-groups"]
-
-
-def _drop_root() -> list[str]:
-    """The command prefix that runs as ``nobody`` when we are root (CI is), else nothing."""
-    if os.geteuid() != 0:
-        return []
-    setpriv = shutil.which("setpriv")
-    assert setpriv, "setpriv (util-linux) is needed to drop root for this test"
-    return [setpriv, *_DROP]
-
-
-def _runs_unprivileged(python: str) -> bool:
-    # Through a shell: setpriv itself may still reach an interpreter it then cannot run.
-    check = [*_drop_root(), "/bin/sh", "-c", '"$0" -I -c "import pytest, pytest_ldd"', python]
-    return subprocess.run(check, capture_output=True, timeout=60, check=False).returncode == 0
-
-
-def unprivileged_python(folder: Path) -> str:
-    """An interpreter with pytest and pytest-ldd that the unprivileged user can run.
-
-    This one, where that user can reach it; otherwise the system interpreter of the
-    same version in a virtual environment of ours over this one's packages (a venv
-    made under root's home folder is closed to other users).
-    """
-    if _runs_unprivileged(sys.executable):
-        return sys.executable
-    version = f"python{sys.version_info.major}.{sys.version_info.minor}"
-    system = next(
-        (p for p in (f"/usr/bin/{version}", f"/usr/local/bin/{version}") if Path(p).exists()),
-        None,
-    )
-    assert system, f"no interpreter the unprivileged user can run ({version})"
-    venv = folder / "venv"
-    (venv / "bin").mkdir(parents=True)
-    (venv / "lib" / version).mkdir(parents=True)
-    (venv / "bin" / "python").symlink_to(system)
-    purelib = sysconfig.get_paths()["purelib"]
-    (venv / "lib" / version / "site-packages").symlink_to(purelib)
-    (venv / "pyvenv.cfg").write_text(
-        f"home = {Path(system).parent}\ninclude-system-site-packages = false\n"
-    )
-    python = str(venv / "bin" / "python")
-    assert _runs_unprivileged(python), f"{python} cannot import pytest and pytest_ldd"
-    return python
-
-
-def as_unprivileged_user(python: str, script: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """Run ``python -c script args`` as ``nobody`` when we are root, else as ourselves."""
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": "/"}
-    return subprocess.run(
-        [*_drop_root(), python, "-c", script, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env=env,
-    )
-
-
 @pytest.fixture
-def shared_tmp() -> Any:
+def shared_tmp() -> Iterator[Path]:
     """A folder the unprivileged user owns (root's ``tmp_path`` is closed to others)."""
-    folder = Path(tempfile.mkdtemp(prefix="ldd-redteam-", dir="/tmp"))
-    folder.chmod(0o755)
-    if os.geteuid() == 0:
-        import pwd
-
-        nobody = pwd.getpwnam("nobody")
-        os.chown(folder, nobody.pw_uid, nobody.pw_gid)
-    yield folder
-    subprocess.run(["rm", "-rf", str(folder)], check=False)
+    with nobody_folder("ldd-redteam-") as folder:
+        yield folder
 
 
 @pytest.mark.parametrize("case", UNPRIVILEGED, ids=lambda case: case.name)
 def test_unprivileged_sandbox_sees_through_the_attack(case: Case, shared_tmp: Path) -> None:
     python = unprivileged_python(shared_tmp)
     for folder in ("work", "system-tmp"):
-        subprocess.run([*_drop_root(), "mkdir", str(shared_tmp / folder)], check=True)
+        subprocess.run([*drop_root(), "mkdir", str(shared_tmp / folder)], check=True)
     work = shared_tmp / "work"
     outside = Path(case.outside.format(case=case.path, tmp=work)) if case.outside else None
     if outside is not None:

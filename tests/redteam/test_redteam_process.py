@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_redteam import CASES, Case, _fill
+from test_redteam import CASES, LANDLOCK, Case, _fill
 
 from pytest_ldd.sandbox import Limits, run_hidden_tests
 
@@ -35,6 +35,8 @@ SHARED_HIDDEN = HERE / "hidden"
 SECURITY_DOC = HERE.parent.parent / "docs" / "security.md"
 
 REQUIRED = {
+    "planted_judge_module",
+    "staged_suite_reader",
     "report_patching",
     "key_stealing",
     "builtin_subclass_liar",
@@ -63,10 +65,21 @@ class ProcessCase:
     # A variant's own timeout, where it needs more time than the others.
     timeouts: dict[str, float] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    # None: the verdict's tampered flag is not what the case is about.
+    expect_tampered: bool | None = None
+    # What the sandbox concludes without confinement, where that differs.
+    without_confinement: dict[str, Any] | None = None
 
     @property
     def workspace(self) -> Path:
         return self.path / "workspace"
+
+    def expected(self, confined: bool) -> tuple[bool, bool | None, tuple[str, ...]]:
+        """The verdict's ``passed`` and ``tampered`` (None: any) and the reason's fragments."""
+        if confined or self.without_confinement is None:
+            return self.expect_passed, self.expect_tampered, self.reason
+        other = self.without_confinement
+        return other["expect_passed"], other.get("expect_tampered"), tuple(other["reason"])
 
 
 def _load(path: Path) -> list[ProcessCase]:
@@ -91,6 +104,7 @@ def _load(path: Path) -> list[ProcessCase]:
 PROCESS = [
     c for p in sorted(PROCESS_CASES.iterdir()) if (p / "case.toml").is_file() for c in _load(p)
 ]
+PROCESS_UNCONFINED = [case for case in PROCESS if case.without_confinement is not None]
 
 
 def _id(case: ProcessCase) -> str:
@@ -99,18 +113,37 @@ def _id(case: ProcessCase) -> str:
 
 @pytest.mark.parametrize("case", PROCESS, ids=_id)
 def test_process_isolation_closes_the_attack(case: ProcessCase) -> None:
+    _close(case, confinement="auto")
+
+
+@pytest.mark.parametrize("case", PROCESS_UNCONFINED, ids=_id)
+def test_without_confinement_the_process_attack_is_detected(case: ProcessCase) -> None:
+    _close(case, confinement="none")
+
+
+def _close(case: ProcessCase, *, confinement: str) -> None:
     started = time.monotonic()
     timeout = case.timeouts.get(case.variant, case.timeout)
     verdict = run_hidden_tests(
-        case.workspace, case.hidden, timeout=timeout, env=case.env, isolation="process"
+        case.workspace,
+        case.hidden,
+        timeout=timeout,
+        env=case.env,
+        isolation="process",
+        confinement=confinement,
     )
     elapsed = time.monotonic() - started
-    assert verdict.passed is case.expect_passed, (
+    confined = confinement == "auto" and LANDLOCK
+    assert verdict.confinement == ("landlock" if confined else "none")
+    passed, tampered, fragments = case.expected(confined)
+    assert verdict.passed is passed, (
         f"{case.attack} [{case.variant}]: {verdict.reason}\n{verdict.output_tail[-3000:]}"
     )
-    for fragment in case.reason:
+    if tampered is not None:
+        assert verdict.tampered is tampered, verdict.reason
+    for fragment in fragments:
         assert fragment in verdict.reason
-    if case.variant:
+    if case.name == "hostile_subject":
         # the test the subject attacked fails with the reason; the others are unharmed
         assert HOSTILE_REASONS[case.variant] in verdict.output_tail, verdict.output_tail[-3000:]
         assert verdict.outcomes.get("test_calc.py::test_add") == "passed"
@@ -132,8 +165,9 @@ def test_every_in_process_attack_fails_in_process_isolation(
         limits=Limits(**case.limits),
         isolation="process",
     )
-    assert verdict.passed is case.expect_passed, f"{case.attack}: {verdict.reason}"
-    if case.expect_passed:
+    want, _ = case.expected(LANDLOCK)
+    assert verdict.passed is want["passed"], f"{case.attack}: {verdict.reason}"
+    if want["passed"]:
         assert not verdict.tampered
 
 

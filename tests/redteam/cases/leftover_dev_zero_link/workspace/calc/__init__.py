@@ -23,8 +23,12 @@ from pathlib import Path
 
 _root = Path.cwd().parent.parent
 
-_suite = _root / "suite" / "hidden"
-(_suite / "test_arith.py").unlink()
-os.symlink("/dev/zero", _suite / "test_arith.py")
-os.symlink("/dev/urandom", _root / "runner" / "zero")
-os.symlink("/dev/zero", Path.cwd() / "zero")
+# Where the sandbox's files cannot be written (Landlock), no trap is left.
+try:
+    _suite = _root / "suite" / "hidden"
+    (_suite / "test_arith.py").unlink()
+    os.symlink("/dev/zero", _suite / "test_arith.py")
+    os.symlink("/dev/urandom", _root / "runner" / "zero")
+    os.symlink("/dev/zero", Path.cwd() / "zero")
+except OSError:
+    pass

@@ -23,7 +23,11 @@ from pathlib import Path
 
 _root = Path.cwd().parent.parent
 
-_suite = _root / "suite" / "hidden"
-os.mkfifo(_suite / "trap.fifo")
-(_suite / "test_arith.py").unlink()
-os.mkfifo(_suite / "test_arith.py")
+# Where the hidden tests cannot be written (Landlock), no trap is left.
+try:
+    _suite = _root / "suite" / "hidden"
+    os.mkfifo(_suite / "trap.fifo")
+    (_suite / "test_arith.py").unlink()
+    os.mkfifo(_suite / "test_arith.py")
+except OSError:
+    pass

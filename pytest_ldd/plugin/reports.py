@@ -1,0 +1,102 @@
+"""What a session shows and writes: the ``ldd`` terminal section, the JSON and HTML reports.
+
+The reports (``--ldd-report``, ``--ldd-html``) are written at ``pytest_sessionfinish``
+from the session document; a report that cannot be built or written, and a warning
+the filters made an error, end the session with exit status 4 and a line in the
+``ldd`` section, never an INTERNALERROR.  The section itself (``--ldd-summary``) is
+the session document rendered as text, every line made safe for the terminal.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_ldd.errors import LddError
+from pytest_ldd.plugin.options import HTML_OPTION, REPORT_OPTION
+
+if TYPE_CHECKING:
+    from pytest_ldd.plugin.session import LddSession
+
+__all__ = ["terminal_summary", "write_reports"]
+
+
+def write_reports(ldd: LddSession, session: pytest.Session) -> None:
+    """Write the session's JSON and HTML reports, as the options ask."""
+    config = ldd.config
+    if ldd.error is not None and ldd.document is None and ldd.ledger is not None:
+        # The test loop stopped early (-x, Ctrl-C) and the end of the session
+        # failed: said here, since no usage error can replace the interruption.
+        ldd.end_errors.append(f"pytest-ldd: {ldd.error}")
+    if ldd.document is None or ldd.ctx is None:
+        return
+    json_path = config.getoption("ldd_report")
+    html_path = config.getoption("ldd_html")
+    if not (json_path or html_path):
+        return
+    from pytest_ldd.report import document as report
+
+    with ldd.warnings.kept():
+        # The page reads long logs as an excerpt (report.HTML_LOG_BUDGET); the
+        # JSON document holds every line.
+        targets = (
+            (REPORT_OPTION, json_path, report.write_json, None),
+            (HTML_OPTION, html_path, report.write_html, report.HTML_LOG_BUDGET),
+        )
+        for option, name, write, budget in targets:
+            if not name:
+                continue
+            try:
+                doc = report.build_report(ldd.ctx.registry, session=ldd.document, budget=budget)
+            except LddError as exc:
+                _fail(ldd, session, f"cannot build the report: {exc}")
+                return
+            except Exception as exc:  # never an INTERNALERROR
+                _fail(ldd, session, f"cannot build the report: {type(exc).__name__}: {exc}")
+                return
+            target = Path(config.invocation_params.dir, name)
+            try:
+                write(target, doc)
+            except (OSError, LddError) as exc:
+                reason = exc.strerror if isinstance(exc, OSError) and exc.strerror else exc
+                _fail(ldd, session, f"{option}: cannot write {target}: {reason}")
+    for problem in ldd.warnings.errors:
+        _fail(ldd, session, problem)
+    ldd.warnings.errors.clear()
+
+
+def _fail(ldd: LddSession, session: pytest.Session, message: str) -> None:
+    """A named error after the test loop: exit status 4, said in the summary."""
+    ldd.end_errors.append(f"pytest-ldd: {message}")
+    session.exitstatus = pytest.ExitCode.USAGE_ERROR
+
+
+def terminal_summary(ldd: LddSession, terminalreporter: Any) -> None:
+    """The ``ldd`` section of the terminal summary, and the errors of the session end."""
+    from pytest_ldd.report.terminal import printable
+
+    mode = ldd.config.getoption("ldd_summary")
+    doc = ldd.document
+    if (
+        doc is not None
+        and mode != "none"
+        and (mode == "full" or doc["metrics"] or doc["corpus"] or ldd.recording)
+    ):
+        from pytest_ldd.report.text import render_terminal
+
+        terminalreporter.write_sep("=", "ldd")
+        failures = set(ldd.ledger.corpus_failures if ldd.ledger is not None else ())
+        verbose = ldd.config.get_verbosity() > 0
+        for text in render_terminal(doc, verbose=verbose):
+            line = printable(text)  # units and descriptions never steer the terminal
+            if text in failures:
+                terminalreporter.write_line(line, red=True, bold=True)
+            else:
+                terminalreporter.write_line(line)
+    if ldd.end_errors:
+        if doc is None or mode == "none":
+            terminalreporter.write_sep("=", "ldd")
+        for text in ldd.end_errors:
+            terminalreporter.write_line(printable(text), red=True, bold=True)
