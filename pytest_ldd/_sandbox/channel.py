@@ -16,8 +16,8 @@ holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 - ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
 - ``liar`` (``id``, ``detail``) -- a hidden test's comparison was claimed true by a builtin
   subclass whose builtin value says false (the test failed for it);
-- ``limit`` (``id``, ``detail``) -- process isolation could not carry something a test
-  (or a collected module) needed: the verdict cannot vouch for it;
+- ``inconclusive`` (``id``, ``detail``) -- the grader could not grade that test (or
+  collected module): a limit of the isolation, not a fault of the workspace;
 - ``integrity`` (``path``, ``detail``) -- a module file of the staged hidden tests was
   refused at import: changed, swapped or never staged (the import failed);
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
@@ -45,7 +45,7 @@ OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
 MAX_RECORD_BYTES = 1024 * 1024
 MAX_CONTAINERS = 8
 _MAX_LIARS = 20
-_MAX_LIMITS = 10_000
+_MAX_INCONCLUSIVE = 200
 _MAX_INTEGRITY = 20
 _LEVELS = frozenset({"landlock", "none"})
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -66,7 +66,7 @@ class ChannelLog:
     finish: int | None = None
     after_finish: int = 0
     liars: list[tuple[str, str]] = field(default_factory=list)
-    limits: dict[str, str] = field(default_factory=dict)
+    inconclusive: list[tuple[str, str]] = field(default_factory=list)
     confinement: tuple[str, str] | None = None
     integrity: list[tuple[str, str]] = field(default_factory=list)
 
@@ -147,9 +147,9 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
         elif kind == "liar":
             if len(log.liars) < _MAX_LIARS:
                 log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))
-        elif kind == "limit":
-            if len(log.limits) < _MAX_LIMITS:
-                log.limits.setdefault(str(record["id"])[:500], str(record["detail"])[:500])
+        elif kind == "inconclusive":
+            if len(log.inconclusive) < _MAX_INCONCLUSIVE:
+                log.inconclusive.append((str(record["id"])[:500], str(record["detail"])[:2000]))
         elif kind == "collected":
             log.collected.update(str(nodeid) for nodeid in record["ids"])
         elif kind == "collect_error":

@@ -188,12 +188,13 @@ def judge(
         )
 
     problems = found.tampering + found.doubts
-    inconclusive = _explained_by_limits(log, found, failing, missing)
-    passed = not problems and not log.limits
+    limits = dict(reversed(log.inconclusive))  # the first reason of each test
+    inconclusive = _explained_by_limits(limits, log, found, failing, missing)
+    passed = not problems and not limits
     if passed:
         reason = f"all {total} hidden tests passed"
-    elif log.limits:
-        met = {i: why for i, why in log.limits.items() if _base(i) not in canaries} or log.limits
+    elif limits:
+        met = {i: why for i, why in limits.items() if _base(i) not in canaries} or limits
         reason = "; ".join([_limits_reason(met, inconclusive=inconclusive), *problems])
     else:
         reason = "; ".join(problems)
@@ -208,7 +209,11 @@ def _limited(nodeid: str, limits: Mapping[str, str]) -> bool:
 
 
 def _explained_by_limits(
-    log: ChannelLog, found: _Findings, failing: Mapping[str, str], missing: Sequence[str]
+    limits: Mapping[str, str],
+    log: ChannelLog,
+    found: _Findings,
+    failing: Mapping[str, str],
+    missing: Sequence[str],
 ) -> bool:
     """Whether the run is inconclusive: limits of process isolation explain every doubt.
 
@@ -217,13 +222,13 @@ def _explained_by_limits(
     met it says nothing about the workspace.  A failure no limit explains still fails
     the verdict, and evidence of tampering is never made inconclusive.
     """
-    if not log.limits or found.tampering or missing:
+    if not limits or found.tampering or missing:
         return False
-    if any(not _limited(i, log.limits) for i in failing):
+    if any(not _limited(i, limits) for i in failing):
         return False
     explained = {"collection error in", f"{len(failing)} of "}
     return all(doubt.startswith(tuple(explained)) for doubt in found.doubts) and all(
-        _limited(e or ".", log.limits) for e in log.collect_errors
+        _limited(e or ".", limits) for e in log.collect_errors
     )
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_ldd._sandbox import boot, calls, handles, stubs, wire
+    from pytest_ldd._sandbox import boot, calls, handles, rng, stubs, wire
 else:
 
     def _sibling(name: str) -> Any:
@@ -53,20 +53,38 @@ else:
             f"pytest_ldd._sandbox.{name}"
         )
 
-    wire, handles, stubs, calls, boot = map(
-        _sibling, ("wire", "handles", "stubs", "calls", "boot")
+    wire, handles, stubs, calls, boot, rng = map(
+        _sibling, ("wire", "handles", "stubs", "calls", "boot", "rng")
     )
 
 IsolationError = calls.IsolationError
 SubjectError = calls.SubjectError
+Proxy = stubs.Proxy
+
+
+def is_stand_in(value: Any) -> bool:
+    """Whether ``value`` stands for a workspace object: its comparisons run in the subject.
+
+    Proxies, value mirrors (an ``IntEnum`` member, a named tuple, a ``str`` subclass of
+    the workspace) and stand-in classes are; a mirrored exception is not (its
+    comparisons are the exception's own).
+    """
+    kind = type(value)
+    return (
+        type.__subclasscheck__(stubs.Proxy, kind)
+        or type.__subclasscheck__(stubs.ValueProxy, kind)
+        or isinstance(value, stubs.RemoteMeta)
+    )
 
 __all__ = [
     "Connection",
     "IsolationError",
     "JudgePolicy",
+    "Proxy",
     "ProxyModule",
     "SubjectError",
     "WorkspaceFinder",
+    "is_stand_in",
     "isolation_guard",
 ]
 
@@ -78,7 +96,8 @@ _READ_AHEAD = (
     "a workspace iterator was read in a batch ahead of a consumer that stopped early:"
     " its state may differ from what one process would show"
 )
-# Bytes the subject may send over the whole run before it counts as flooding.
+# Bytes the subject may send during one test (or collection) before it counts as
+# flooding; a long suite of honest tests sends far more than this in all.
 BUDGET_BYTES = 512 * 1024 * 1024
 _REASON_CHARS = 2000
 
@@ -406,6 +425,7 @@ class Connection:
             lock=self.lock,
         )
         self.calls.on_error = self._raised
+        self.calls.also_before_send = self.random.before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
         self.peer.on_released = self.table.release
@@ -480,8 +500,6 @@ class Connection:
             self.failures.append(msg)  # this test fails too, whatever it catches
             raise SubjectError(msg)
         with self.lock:
-            if self.random.in_play:
-                self.random.send()
             if "tracemalloc" in sys.modules and sys.modules["tracemalloc"].is_tracing():
                 self.limit(_MEMORY)
             try:
@@ -557,12 +575,13 @@ class Connection:
         elif stream == 5:
             self.module_attributes.pop(payload, None)
         elif stream == 7:
-            self.random.received(payload)
+            self.random.said()
         else:
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
         """Forget what only the test that ended could still hold."""
+        self.peer.received = 0
         if self.drains.leftovers():
             self.limit(_READ_AHEAD)
         self.remote_errors.clear()
@@ -571,54 +590,51 @@ class Connection:
 
 
 class RandomSync:
-    """The judge's global random generator, kept in step with the subject's.
+    """The judge's side of :mod:`rng`: its global generator, in step with the subject's.
 
-    Only once a test seeds it (``random.seed`` or ``random.setstate``, wrapped by
-    :meth:`install`): before each request the judge sends its state if it changed, and
-    it takes the subject's state whenever the subject reports a change.
+    In play once a test seeds it.  Before each message, the judge sends its state if
+    it drew since; before it draws, it takes the subject's state if the subject said
+    it drew since.
     """
 
     def __init__(self, connection: Connection) -> None:
         self.connection = connection
+        self.tracked: Any = None
         self.in_play = False
-        self.sent: Any = None
-        self._busy = False
+        self.subject_ahead = False
 
     def install(self) -> None:
-        """Wrap the judge's ``random.seed`` and ``random.setstate``: a seed puts it in play."""
-        import random
+        """Track the judge's ``random`` from now on (before the hidden tests import it)."""
+        self.tracked = rng.install()
+        self.tracked.on_seed = self._seeded
+        self.tracked.before_draw = self._before_draw
 
-        for name in ("seed", "setstate"):
-            original = getattr(random, name)
+    def _seeded(self) -> None:
+        self.in_play = True
+        self.subject_ahead = False
+        self.tracked.drew = True  # the new state is the subject's to take
 
-            def wrapper(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                self.in_play = True
-                return _original(*args, **kwargs)
+    def _before_draw(self) -> None:
+        if self.subject_ahead:
+            self.subject_ahead = False
+            self.taken(self.connection.request("getrandom"))
 
-            setattr(random, name, wrapper)
-
-    def send(self) -> None:
-        import random
-
-        state = random.getstate()
-        if self._busy or state == self.sent:
-            return
-        self._busy = True
+    def taken(self, state: Any) -> None:
         try:
-            self.sent = state
-            self.connection.calls.request("random", (state,))
-        finally:
-            self._busy = False
-
-    def received(self, state: Any) -> None:
-        import random
-
-        try:
-            random.setstate(state)
+            self.tracked.quiet_set(state)
         except (TypeError, ValueError) as exc:
-            msg = f"a malformed random state ({exc})"
-            raise wire.WireError(msg) from None
-        self.sent = state
+            reason = self.connection._break(f"a malformed random state ({exc})")
+            raise SubjectError(f"process isolation: {reason}") from None
+
+    def before_send(self) -> None:
+        if self.in_play and self.tracked is not None and self.tracked.drew:
+            self.tracked.drew = False
+            self.connection.peer.outbox.append((7, self.tracked.quiet_state()))
+
+    def said(self) -> None:
+        """The subject drew since: take its state before the next draw here."""
+        if self.in_play:
+            self.subject_ahead = True
 
 
 class JudgeStandIns(stubs.StandIns):
@@ -787,7 +803,7 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
 
     A test during which the subject failed never passes.  A test (or a collected
     module) during which something could not cross is reported to the parent as a
-    ``limit`` record: the verdict cannot vouch for it.
+    ``inconclusive`` record: the verdict cannot vouch for it.
     """
 
     class IsolationGuard:
@@ -831,6 +847,7 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
         def _report_limits(self, nodeid: str, before: int) -> None:
             met = connection.limits[before:]
             if met and channel is not None:
-                channel.send("limit", id=nodeid, detail="; ".join(dict.fromkeys(met))[:2000])
+                detail = "; ".join(dict.fromkeys(met))[:2000]
+                channel.send("inconclusive", id=nodeid, detail=detail)
 
     return IsolationGuard()

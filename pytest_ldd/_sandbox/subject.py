@@ -34,7 +34,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_ldd._sandbox import calls, handles, stubs, wire
+    from pytest_ldd._sandbox import calls, handles, rng, stubs, wire
 else:
     wire = sys.modules.get("_ldd_wire") or importlib.import_module("pytest_ldd._sandbox.wire")
     handles = sys.modules.get("_ldd_handles") or importlib.import_module(
@@ -42,6 +42,7 @@ else:
     )
     stubs = sys.modules.get("_ldd_stubs") or importlib.import_module("pytest_ldd._sandbox.stubs")
     calls = sys.modules.get("_ldd_calls") or importlib.import_module("pytest_ldd._sandbox.calls")
+    rng = sys.modules.get("_ldd_rng") or importlib.import_module("pytest_ldd._sandbox.rng")
 
 __all__ = ["BOOTSTRAP", "Subject", "main"]
 
@@ -111,33 +112,32 @@ class ModuleWatch:
 
 
 class RandomState:
-    """The global random generator, kept in step with the judge's once a test seeds it.
+    """This side of :mod:`rng`: the subject's generator, in step with the judge's.
 
-    A test that calls ``random.seed(n)`` and then workspace code that draws from
-    ``random`` expects the numbers one process would give.  The judge sends its
-    generator's state before a request when it changed (``random``); from then on this
-    side sends its own state back, before every message, whenever it changed.
+    The judge sends its state (``("o", 7, state)``) when it drew; this side says
+    ``("o", 7, ())`` when it drew since, and answers ``getrandom`` with its state.
     """
 
     def __init__(self, subject: Subject) -> None:
         self.subject = subject
-        self.last: Any = None
+        self.tracked = rng.install()
+        self.in_play = False
+        self.told = False
 
-    def set(self, state: Any) -> None:
-        import random
+    def received(self, state: Any) -> None:
+        self.tracked.quiet_set(state)
+        self.in_play = True
+        self.told = False
 
-        random.setstate(state)
-        self.last = state
+    def get(self) -> Any:
+        self.tracked.drew = False
+        self.told = False
+        return self.tracked.quiet_state()
 
     def check(self) -> None:
-        if self.last is None:
-            return
-        import random
-
-        state = random.getstate()
-        if state != self.last:
-            self.last = state
-            self.subject.peer.outbox.append((7, state))
+        if self.in_play and self.tracked.drew and not self.told:
+            self.told = True
+            self.subject.peer.outbox.append((7, ()))
 
 
 _MISSING = object()
@@ -176,11 +176,16 @@ class Subject:
         self.watch = ModuleWatch(self)
         self.random = RandomState(self)
         self.calls.also_before_send = self._before_send
-        self.calls.ops = {**OPS, "modattr": self.watch.getattr, "random": self.random.set}
+        self.calls.ops = {**OPS, "modattr": self.watch.getattr, "getrandom": self.random.get}
+        self.peer.on_output = self._output
 
     def _before_send(self) -> None:
         self.watch.check()
         self.random.check()
+
+    def _output(self, stream: int, payload: Any) -> None:
+        if stream == 7 and payload:  # the judge's generator drew: take its state
+            self.random.received(payload)
         # The thread that serves the judge: the only one that may call the judge back.
         self.serving = threading.get_ident()
 
