@@ -47,14 +47,15 @@ from pytest_ldd._sandbox.staging import (
     child_environment,
     copy_workspace,
     stage_hidden,
+    workspace_modules,
 )
 from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = ["CONFINEMENTS", "HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
 
 _SANDBOX_DIR = Path(__file__).with_name("_sandbox")
-# The runner's files, staged in every run: the bootstrap and the two modules it loads.
-_RUNNER_FILES = ("runner.py", "confinement.py", "integrity.py")
+# The runner's files, staged in every run: the bootstrap and the modules it loads.
+_RUNNER_FILES = ("runner.py", "confinement.py", "integrity.py", "probes.py")
 # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
 # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts included.
 _TRUSTED_INI = "[pytest]\n"
@@ -422,7 +423,9 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     """Stage the hidden tests and the runner, and build the child's command and settings."""
     limits = options.limits
     suite_root = root / "suite" / (hidden.name if hidden.is_dir() else "hidden")
-    suite = stage_hidden(hidden, suite_root, random.Random(secrets.randbits(64)))
+    modules = workspace_modules([copy / entry for entry in options.pythonpath])
+    rng = random.Random(secrets.randbits(64))
+    suite = stage_hidden(hidden, suite_root, rng, workspace_modules=modules)
     runner_dir = root / "runner"
     runner_dir.mkdir()
     for name in _RUNNER_FILES:
@@ -437,11 +440,16 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         "--basetemp", str(root / "tmp" / "pytest"),
         "-p", "no:cacheprovider",
         "--continue-on-collection-errors",
-        "-q", "--tb=short", "-rfE", "--color=no",
+        # One line per failure: a twin fails for honest code, and a full traceback per
+        # failure would cost a source parse each and push the hidden tests' own
+        # failures out of the output's tail.
+        "-q", "--tb=line", "-rfE", "--color=no",
     ]  # fmt: skip
     for plugin in options.plugins:
         args += ["-p", plugin]
-    args += [str(path) for path in suite.files]
+    # The folder, not its files: the hidden suite's own collect_ignore and
+    # pytest_ignore_collect then apply, as under plain pytest.
+    args.append(str(suite.root))
     pythonpath = [str((copy / entry).resolve()) for entry in options.pythonpath]
     escaped = [p for p in pythonpath if not Path(p).is_relative_to(copy.resolve())]
     if escaped:
@@ -452,6 +460,7 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
     settings = {
         "args": args,
         "pythonpath": pythonpath,
+        "workspace": str(copy.resolve()),
         "suite": str(suite.root),
         "staged": str(root / "suite"),
         "run": str(root),
@@ -577,6 +586,7 @@ def _grade(
         timeout=options.timeout,
         output_bytes=options.limits.output_bytes,
         unchecked=incomplete,
+        isolation=options.isolation,
     )
     level, detail = _confinement_of(log)
     passed, inconclusive, reason = judgement.passed, judgement.inconclusive, judgement.reason

@@ -18,7 +18,6 @@ import os
 import random
 import re
 import stat
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -161,12 +160,11 @@ def test_a_module_skipped_at_collection_fails_without_claiming_tampering(
     verdict = run_hidden_tests(task.good, hidden)
     assert not verdict.passed
     assert not verdict.tampered
-    assert dict(verdict.outcomes) == {
-        "test_needs.py::test_needs": "skipped",
-        "test_ok.py::test_ok": "passed",
-    }
-    assert (
-        verdict.reason == "1 of 2 hidden tests did not pass: test_needs.py::test_needs (skipped)"
+    assert not verdict.inconclusive
+    # As under plain pytest, a file skipped at collection reports no test of its own.
+    assert dict(verdict.outcomes) == {"test_ok.py::test_ok": "passed"}
+    assert verdict.reason == (
+        "1 hidden tests were skipped with their file at collection: test_needs.py"
     )
 
 
@@ -808,7 +806,8 @@ def _judged(
     **run: bool,
 ) -> tuple[bool, bool, str, dict[str, str]]:
     tests = dict(_CLEAN_TESTS if tests is None else tests)
-    log = ChannelLog(hello=True, collected=set(tests), tests=tests, finish=finish)
+    collected = set(_CLEAN_TESTS) | set(tests)
+    log = ChannelLog(hello=True, collected=collected, tests=tests, finish=finish)
     child = ChildRun(
         returncode=returncode,
         timed_out=run.get("timed_out", False),
@@ -885,8 +884,8 @@ def test_evidence_of_manipulation_sets_tampered(change: dict[str, object], fragm
             "a canary test that must pass reported failed",
         ),
         (
-            {"tests": {**_CLEAN_TESTS, "test_a.py::test_edge": "skipped"}},
-            "a canary test that must fail reported skipped",
+            {"tests": {**_CLEAN_TESTS, "test_a.py::test_edge": "error"}},
+            "a canary test that must fail reported error",
         ),
     ],
 )
@@ -952,111 +951,6 @@ def test_a_signed_fatal_record_after_hello_is_tampering_not_a_setup_error(
     first = read_channel(_records(key, {"kind": "fatal", "detail": "no pytest"}), key)
     assert first.fatal == "no pytest"
     assert first.problems == []
-
-
-# -- comparisons decided by the builtin base ------------------------------------------------
-
-
-class _Int(int):
-    def __eq__(self, other: object) -> bool:
-        return True
-
-    __hash__ = int.__hash__
-
-
-class _Words(list):  # type: ignore[type-arg]
-    def __contains__(self, item: object) -> bool:
-        return True
-
-
-def _comparisons() -> tuple[runner.Comparisons, list[str]]:
-    reported: list[str] = []
-    return runner.Comparisons(reported.append), reported
-
-
-_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
-    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
-    max_leaves=6,
-)
-
-
-@settings(max_examples=300, deadline=None)
-@given(left=_VALUES, right=_VALUES, op=st.sampled_from(["==", "!=", "<", "<=", ">", ">="]))
-def test_compare_is_the_operator_itself_for_honest_values(
-    left: object, right: object, op: str
-) -> None:
-    compare = _comparisons()[0].compare
-    try:
-        want = runner._OPERATORS[op](left, right)
-    except TypeError:
-        with pytest.raises(TypeError):
-            compare(op, left, right)
-        return
-    assert compare(op, left, right) == want
-
-
-def test_a_liar_is_caught_by_its_base_value_and_reported() -> None:
-    comparisons, reported = _comparisons()
-    with pytest.raises(AssertionError) as caught:
-        comparisons.compare("==", _Int(0), 5)
-    message = f"result of type {__name__}._Int (an int subclass) claims == 5; its int value is 0"
-    assert str(caught.value) == message
-    assert reported == [message]
-    with pytest.raises(AssertionError, match="claims == 5"):
-        comparisons.compare("==", 5, _Int(0))  # on the right
-    with pytest.raises(AssertionError, match=r"result holding type .*_Int"):
-        comparisons.compare("==", [_Int(0), 2], [5, 2])  # inside a plain list
-    with pytest.raises(AssertionError, match=r"a list subclass\) claims in"):
-        comparisons.compare("in", 3, _Words([1]))
-    with pytest.raises(AssertionError, match=r"by builtin values it is \{'k': \[1\]\}"):
-        comparisons.compare("==", {"k": [_Int(1)]}, {"k": [9]})
-
-
-def test_honest_look_alikes_and_own_classes_keep_their_equality() -> None:
-    from collections import Counter, OrderedDict, namedtuple
-    from fractions import Fraction
-
-    comparisons, reported = _comparisons()
-    point = namedtuple("point", "x y")
-    assert comparisons.compare("==", point(1, 2), (1, 2)) is True
-    assert comparisons.compare("==", _Int(5), 5) is True  # the claim agrees with the value
-    assert comparisons.compare("==", Fraction(3, 3), 1) is True
-    assert comparisons.compare("!=", OrderedDict(a=1, b=2), OrderedDict(b=2, a=1)) is True
-    assert comparisons.compare("==", Counter(a=1), Counter(a=1, b=0)) is True
-    assert comparisons.compare("in", "al", "calc") is True
-    assert reported == []
-
-
-def test_hidden_comparisons_are_guarded_and_failures_keep_pytests_explanation(
-    task: SimpleNamespace,
-) -> None:
-    _write(
-        task.good,
-        {
-            "liar.py": "class L(str):\n    def __eq__(self, o):\n        return True\n"
-            "    __hash__ = str.__hash__\n\n\ndef word():\n    return L('no')\n"
-        },
-    )
-    hidden = _write(
-        task.root / "cmp",
-        {
-            "test_cmp.py": "from calc import mul\nfrom liar import word\n\n\n"
-            "def check(candidate):\n    assert candidate(2, 3) == 7\n\n\n"
-            "def test_word():\n    assert word() == 'yes'\n\n\n"
-            "def test_helper():\n    check(mul)\n"
-        },
-    )
-    verdict = run_hidden_tests(task.good, hidden, isolation="inprocess")
-    assert verdict.tampered
-    assert "result of type liar.L (a str subclass) claims == 'yes'; its str value is 'no'" in (
-        verdict.reason
-    )
-    assert verdict.outcomes == {
-        "test_cmp.py::test_word": "failed",
-        "test_cmp.py::test_helper": "failed",
-    }
-    assert "assert 6 == 7" in verdict.output_tail  # pytest's own explanation, unchanged
 
 
 # -- what the run leaves behind ---------------------------------------------------------------
@@ -1148,212 +1042,6 @@ def test_links_are_remade_only_to_what_passed_the_filters(tmp_path: Path) -> Non
     assert names == {"pkg", "pkg/__init__.py", "store", "store/blob.bin", "a.py", "cache", "to_a"}
 
 
-# -- twin canaries ----------------------------------------------------------------------------
-
-TWINNED = """import pytest
-from calc import add, mul
-
-
-def check(candidate):
-    assert candidate(2, 3) == 6
-    assert candidate(0, 5) == 0
-
-
-@pytest.mark.parametrize("a, b, c", [(2, 3, 6), pytest.param(4, 5, 20, id="big")])
-def test_param(a, b, c):
-    assert mul(a, b) == c
-
-
-def test_helper():
-    check(mul)
-
-
-def test_kinds():
-    assert mul(1, 1) == 1
-    assert (mul(2, 2) == 4) is True
-    assert mul(2, 3) in [5, 6]
-    assert mul(2, 2) > 3
-    assert mul(0.5, 1) == pytest.approx(0.5)
-    assert [mul(1, 2), add(1, 1)] == [2, 2]
-    assert {"k": mul(1, 2)} == {"k": 2}
-    assert not mul(0, 1)
-    with pytest.raises(TypeError):
-        mul(None, 1)
-
-
-def test_raises_call():
-    pytest.raises(TypeError, mul, None, 1)
-
-
-def test_compare_expressions():
-    assert add(2, 3) == add(3, 2)
-
-
-def test_nothing_to_perturb():
-    mul(2, 3)
-    if mul(1, 1) == 1:
-        assert True
-
-
-class TestCalc:
-    def test_method(self):
-        assert mul(3, 3) == 9
-"""
-
-
-def test_twins_are_planted_for_tests_with_assertions_that_always_run(tmp_path: Path) -> None:
-    prop = (
-        "from hypothesis import given, strategies as st\n\n\n"
-        "@given(st.integers())\ndef test_prop(x):\n    assert x + 0 == x\n"
-    )
-    src = _write(tmp_path / "h", {"test_t.py": TWINNED, "test_g.py": prop})
-    suite = stage_hidden(src, tmp_path / "staged", random.Random(5))
-    twinned = sorted(suite.twins.values())
-    assert twinned == [
-        "test_t.py::TestCalc::test_method",
-        "test_t.py::test_compare_expressions",
-        "test_t.py::test_helper",
-        "test_t.py::test_kinds",
-        "test_t.py::test_param",
-    ]
-    assert all(t.split("::")[-1].startswith("test_") for t in suite.twins)
-    assert not set(suite.twins) & (suite.must_fail | suite.must_pass)
-    staged = (suite.root / "test_t.py").read_text()
-    tree = ast.parse(staged)
-    top = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
-    assert len([n for n in top if n.startswith("check")]) == 2  # the helper and its twin
-
-
-def _run_staged(suite_root: Path, workspace: Path) -> dict[str, str]:
-    """Run staged hidden tests with plain pytest; outcome per test (setup to call)."""
-    result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-rA", "-o",
-         "console_output_style=classic", str(suite_root)],
-        cwd=workspace, env={**os.environ, "PYTHONPATH": str(workspace)},
-        capture_output=True, text=True, timeout=120, check=False,
-    )  # fmt: skip
-    outcomes = {}
-    for line in result.stdout.splitlines():
-        word, _, rest = line.partition(" ")
-        if word in ("PASSED", "FAILED", "ERROR"):
-            outcomes[rest.split(" - ")[0].split("::", 1)[1]] = word.lower()
-    return outcomes
-
-
-@settings(max_examples=4, deadline=None, database=None)
-@given(seed=st.integers(0, 2**32))
-def test_a_correct_workspace_fails_every_twin_and_an_always_equal_one_passes_them(
-    tmp_path_factory: pytest.TempPathFactory, seed: int
-) -> None:
-    root = tmp_path_factory.mktemp("twins")
-    src = _write(root / "h", {"test_t.py": TWINNED})
-    suite = stage_hidden(src, root / "staged", random.Random(seed))
-    good = _write(root / "good", {"calc.py": CALC})
-    outcomes = _run_staged(suite.root, good)
-    twins = {t.split("::", 1)[1] for t in suite.twins}
-    for nodeid, outcome in outcomes.items():
-        base = nodeid.split("[")[0]
-        if base in twins:
-            assert outcome == "failed", nodeid
-        elif f"test_t.py::{base}" in suite.expected:
-            assert outcome == "passed", nodeid
-    always = _write(
-        root / "always",
-        {
-            "calc.py": "class A:\n    def __eq__(self, o):\n        return True\n"
-            "    __hash__ = object.__hash__\n    def __gt__(self, o):\n        return True\n\n\n"
-            "def mul(a, b):\n    return A()\n\n\ndef add(a, b):\n    return A()\n"
-        },
-    )
-    outcomes = _run_staged(suite.root, always)
-    passed_twins = {n.split("[")[0] for n, o in outcomes.items() if o == "passed"} & twins
-    assert {f"test_t.py::{t}" for t in passed_twins} >= {
-        t for t, of in suite.twins.items() if of.endswith(("test_param", "test_helper"))
-    }
-
-
-def _twin_order(source: str, seed: int) -> dict[str, bool]:
-    """Plant twins with ``seed``: for each twinned test, whether its twin comes first."""
-    from pytest_ldd._sandbox.twins import plant_twins
-
-    tree = ast.parse(source)
-    names = iter(f"test_drawn_{i}" for i in range(1000))
-    tests = ["test_param", "test_helper", "test_kinds", "test_compare_expressions"]
-    module, twins = plant_twins(
-        tree, [*tests, "TestCalc::test_method"], names.__next__, random.Random(seed)
-    )
-    order: dict[str, bool] = {}
-    for twin in twins:
-        *owner, twin_name = twin.name.split("::")
-        original = twin.of.split("::")[-1]
-        body = (
-            next(n for n in module.body if isinstance(n, ast.ClassDef)).body
-            if owner
-            else module.body
-        )
-        defs = [n.name for n in body if isinstance(n, ast.FunctionDef)]
-        order[twin.of] = defs.index(twin_name) < defs.index(original)
-    return order
-
-
-def test_a_twin_precedes_its_original_with_even_odds() -> None:
-    """A lie that depends on which comparison comes first is caught half the time."""
-    seeds = range(400)
-    orders = [_twin_order(TWINNED, seed) for seed in seeds]
-    assert set(orders[0]) == {
-        "test_param", "test_helper", "test_kinds", "test_compare_expressions",
-        "TestCalc::test_method",
-    }  # fmt: skip
-    for original in orders[0]:  # the first test of the file and a class's method included
-        first = sum(order[original] for order in orders) / len(seeds)
-        assert 0.4 <= first <= 0.6, (original, first)
-
-
-STATEFUL_LIAR = """_seen = []
-
-
-class Answer:
-    def __eq__(self, other):
-        if not _seen:
-            _seen.append(other)
-        return other == _seen[0]
-
-    __hash__ = None
-
-
-def add(a, b):
-    return a + b
-
-
-def mul(a, b):
-    return Answer()
-"""
-
-
-def test_a_stateful_liar_is_caught_when_the_twin_comes_first(tmp_path: Path) -> None:
-    hidden = "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-    hidden += "def test_mul():\n    assert mul(6, 7) == 42\n"
-    src = _write(tmp_path / "h", {"test_t.py": hidden})
-    liar = _write(tmp_path / "liar", {"calc.py": STATEFUL_LIAR})
-    seen = set()
-    for seed in range(40):
-        suite = stage_hidden(src, tmp_path / f"staged{seed}", random.Random(seed))
-        twin = next(t for t, of in suite.twins.items() if of.endswith("test_mul"))
-        tree = ast.parse((suite.root / "test_t.py").read_text())
-        defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
-        first = defs.index(twin.split("::")[-1]) < defs.index("test_mul")
-        if first in seen:
-            continue
-        seen.add(first)
-        outcomes = _run_staged(suite.root, liar)
-        # The liar says yes to the first value it meets, and only to that one.
-        assert outcomes[twin.split("::", 1)[1]] == ("passed" if first else "failed")
-        assert outcomes["test_mul"] == ("failed" if first else "passed")
-        if len(seen) == 2:
-            break
-    assert seen == {True, False}
-
-
 def test_a_twin_that_passes_next_to_a_failing_original_is_a_wrong_value_not_tampering() -> None:
     suite = dataclasses.replace(
         _SUITE,
@@ -1393,28 +1081,6 @@ def test_a_wrapper_may_name_the_runs_own_folder(task: SimpleNamespace) -> None:
     wrapper = ["/usr/bin/env", "LDD_RUN_FOLDER={sandbox}", sys.executable]
     verdict = run_hidden_tests(task.good, hidden, python=wrapper, isolation="inprocess")
     assert verdict.passed, verdict.reason + verdict.output_tail
-
-
-def test_a_twin_of_a_parametrized_test_keeps_three_parameter_sets(tmp_path: Path) -> None:
-    rows = ", ".join(f"({i}, {i})" for i in range(10))
-    src = _write(
-        tmp_path / "h",
-        {
-            "test_p.py": "import pytest\nfrom calc import add\n\n\n"
-            f"@pytest.mark.parametrize(('a', 'b'), [{rows}])\n"
-            "def test_commutes(a, b):\n    assert add(a, b) == add(b, a)\n"
-        },
-    )
-    suite = stage_hidden(src, tmp_path / "staged", random.Random(7))
-    (twin,) = suite.twins
-    tree = ast.parse((suite.root / "test_p.py").read_text())
-    by_name = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
-    row_counts = {
-        name: len(node.decorator_list[0].args[1].elts)  # type: ignore[attr-defined]
-        for name, node in by_name.items()
-        if node.decorator_list
-    }
-    assert row_counts == {"test_commutes": 10, twin.split("::")[1]: 3}
 
 
 def test_a_workspace_path_in_a_link_loop_is_a_sandbox_error(tmp_path: Path) -> None:

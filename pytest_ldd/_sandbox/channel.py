@@ -11,13 +11,18 @@ holds ``seq`` (0, 1, 2, ... with no gap) and ``kind``:
 - ``fatal`` (``detail``) -- the runner could not start pytest (a setup problem); only
   ever the first record: one after ``hello`` was sent by code that stole the key;
 - ``collected`` (``ids``) -- node ids collected, in chunks;
+- ``deselected`` (``ids``) -- node ids the hidden suite's configuration deselected;
 - ``collect_error`` (``id``, ``detail``) -- a file or folder failed to collect;
 - ``collect_skip`` (``id``) -- a file or folder was skipped whole at collection;
-- ``test`` (``id``, ``outcome``) -- one finished test, setup to teardown;
-- ``liar`` (``id``, ``detail``) -- a hidden test's comparison was claimed true by a builtin
-  subclass whose builtin value says false (the test failed for it);
-- ``inconclusive`` (``id``, ``detail``) -- the grader could not grade that test (or
-  collected module): a limit of the isolation, not a fault of the workspace;
+- ``module`` (``id``) -- a test file was collected (its tests may all be deselected);
+- ``test`` (``id``, ``outcome``, and ``line`` for a failed test whose test file it
+  left at that line) -- one finished test, setup to teardown;
+- ``liar`` (``id``, ``detail``) -- a workspace value in a hidden test's comparison made
+  a claim about a probe no honest value can make (the test failed for it);
+- ``inconclusive`` (``id``, ``detail``) -- the grader could not grade that test (a limit
+  of the isolation, not a fault of the workspace); ``id`` may be empty;
+- ``internal_error`` (``detail``, ``grader``) -- pytest ended with an internal error;
+  ``grader`` says whether the sandbox's own code was in its traceback;
 - ``integrity`` (``path``, ``detail``) -- a module file of the staged hidden tests was
   refused at import: changed, swapped or never staged (the import failed);
 - ``finish`` (``exit``) -- ``pytest.main`` returned this exit code.
@@ -46,6 +51,7 @@ MAX_RECORD_BYTES = 1024 * 1024
 MAX_CONTAINERS = 8
 _MAX_LIARS = 20
 _MAX_INCONCLUSIVE = 200
+_DETAIL_CHARS = 2000
 _MAX_INTEGRITY = 20
 _LEVELS = frozenset({"landlock", "none"})
 _STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
@@ -59,14 +65,20 @@ class ChannelLog:
     hello: bool = False
     fatal: str | None = None
     collected: set[str] = field(default_factory=set)
+    deselected: set[str] = field(default_factory=set)
     collect_errors: dict[str, str] = field(default_factory=dict)
     collect_skips: set[str] = field(default_factory=set)
+    modules: set[str] = field(default_factory=set)
     tests: dict[str, str] = field(default_factory=dict)
     duplicates: list[str] = field(default_factory=list)
     finish: int | None = None
     after_finish: int = 0
     liars: list[tuple[str, str]] = field(default_factory=list)
+    # Test id -> the line of its test file a failed test left it at.
+    lines: dict[str, int] = field(default_factory=dict)
     inconclusive: list[tuple[str, str]] = field(default_factory=list)
+    internal_error: str | None = None
+    internal_error_by_grader: bool = False
     confinement: tuple[str, str] | None = None
     integrity: list[tuple[str, str]] = field(default_factory=list)
 
@@ -149,13 +161,22 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                 log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))
         elif kind == "inconclusive":
             if len(log.inconclusive) < _MAX_INCONCLUSIVE:
-                log.inconclusive.append((str(record["id"])[:500], str(record["detail"])[:2000]))
+                detail = str(record["detail"])[:_DETAIL_CHARS]
+                log.inconclusive.append((str(record["id"])[:500], detail))
+        elif kind == "internal_error":
+            if log.internal_error is None:
+                log.internal_error = str(record["detail"])[-_DETAIL_CHARS:]
+                log.internal_error_by_grader = record.get("grader") is True
         elif kind == "collected":
             log.collected.update(str(nodeid) for nodeid in record["ids"])
+        elif kind == "deselected":
+            log.deselected.update(str(nodeid) for nodeid in record["ids"])
         elif kind == "collect_error":
             log.collect_errors[str(record["id"])] = str(record["detail"])
         elif kind == "collect_skip":
             log.collect_skips.add(str(record["id"]))
+        elif kind == "module":
+            log.modules.add(str(record["id"]))
         elif kind == "test":
             nodeid, outcome = str(record["id"]), record["outcome"]
             if outcome not in OUTCOMES:
@@ -166,6 +187,9 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                 log.duplicates.append(nodeid)
             else:
                 log.tests[nodeid] = outcome
+                line = record.get("line")
+                if type(line) is int and outcome == "failed" and line > 0:
+                    log.lines[nodeid] = line
         elif kind == "finish":
             log.finish = int(record["exit"])
         else:

@@ -1,12 +1,29 @@
-"""From what was observed to a verdict: every doubt fails, manipulation is named.
+"""From what was observed to a verdict: proof, the workspace's fault, or the grader's.
 
 The clean signature of an honest run is exact: the channel authenticates, every
 record in sequence; each planted must-fail canary reports ``failed`` and each
-must-pass canary ``passed``; every expected hidden test is reported exactly once;
-pytest finished with exit code 1 (a canary always fails, so 0 is impossible) and the
-process exited with the code pytest reported; no file we staged changed.  Anything
-else fails the verdict, and the evidence that only manipulation explains sets
-``tampered``.
+must-pass canary ``passed``; each twin fails, at the check of its perturbed assertion; every
+expected hidden test is reported exactly once; pytest finished with exit code 1 (a
+canary always fails, so 0 is impossible) and the process exited with the code pytest
+reported; no file we staged changed.  Every departure from it is one of three kinds:
+
+- **proof** (``tampered``): what no honest run can produce -- a record that fails
+  authentication, a staged file changed, an exit status forged, a must-fail canary or
+  an exclusive twin that passed, a workspace value that claimed something about a
+  probe;
+- **the workspace's fault** (failed): hidden tests that fail, error or skip, a
+  timeout, a crash, output past its cap, and every doubt that code of the workspace
+  could have caused -- the grader never lets such a doubt become inconclusive, or an
+  agent could turn a failure into an answer that counts for nothing;
+- **the grader's fault** (``inconclusive``): a doubt with positive evidence that the
+  grader caused it -- a collection error in a file only because of its twins, an
+  internal error raised by the sandbox's own code (or any in the judge of process
+  isolation), a usage error, a test the isolation could not carry (an
+  ``inconclusive`` record).
+
+Proof wins over the workspace's fault, which wins over the grader's.  Twins that fail
+anywhere but at their perturbed assertion prove nothing either way: they are counted
+(:attr:`Judgement.twins_untested`), never taken as a pass.
 """
 
 from __future__ import annotations
@@ -23,29 +40,50 @@ __all__ = ["Judgement", "judge"]
 
 _EXIT_NAMES = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 _NAMED = 3
+_USAGE_ERROR = 4
 
 
 @dataclass(frozen=True, slots=True)
 class Judgement:
-    """The verdict's fields that the evidence decides."""
+    """The verdict's fields that the evidence decides.
+
+    ``twins_tested`` counts the twin runs (one per parameter set) that failed at their
+    perturbed assertion, as honest code makes them; ``twins_untested`` those that
+    failed elsewhere, errored or were skipped.
+    """
 
     passed: bool
     outcomes: dict[str, str]
     tampered: bool
     reason: str
     inconclusive: bool = False
+    twins_tested: int = 0
+    twins_untested: int = 0
 
 
 @dataclass(slots=True)
 class _Findings:
     tampering: list[str] = field(default_factory=list)
-    doubts: list[str] = field(default_factory=list)
+    failures: list[str] = field(default_factory=list)
+    grader: list[str] = field(default_factory=list)
+    twins_tested: int = 0
+    twins_untested: int = 0
 
 
 def _base(nodeid: str) -> str:
-    """``file.py::test_x[1]`` -> ``file.py::test_x`` (the id before parametrization)."""
-    head, sep, name = nodeid.rpartition("::")
-    return f"{head}{sep}{name.split('[', 1)[0]}"
+    """``file.py::test_x[1]`` -> ``file.py::test_x`` (the id before parametrization).
+
+    A parameter id may hold ``::`` and ``[`` itself (``[::1]:80``): the name ends at
+    the first ``[`` after the file's part.
+    """
+    head, sep, rest = nodeid.partition(".py::")
+    if not sep:
+        head, sep, rest = "", "", nodeid
+    return f"{head}{sep}{rest.split('[', 1)[0]}"
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
 
 
 def _names(ids: Iterable[str], outcomes: Mapping[str, str] | None = None) -> str:
@@ -57,7 +95,7 @@ def _names(ids: Iterable[str], outcomes: Mapping[str, str] | None = None) -> str
 
 def _under(nodeid: str, collectors: Iterable[str]) -> bool:
     """Whether ``nodeid`` lies in one of the files or folders named by ``collectors``."""
-    path = nodeid.split("::", 1)[0]
+    path = _file(nodeid)
     return any(
         c in ("", ".") or path == c or path.startswith(c.rstrip("/") + "/") for c in collectors
     )
@@ -79,14 +117,147 @@ def judge(
     timeout: float,
     output_bytes: int,
     unchecked: str | None = None,
+    isolation: str = "inprocess",
 ) -> Judgement:
-    """Decide the verdict from the staged suite, the channel log and the process."""
+    """Decide the verdict from the staged suite, the channel log and the process.
+
+    ``isolation`` says where the workspace's code ran: in ``"process"`` mode the
+    process that reported never ran any of it, so its own internal errors are the
+    grader's.
+    """
     found = _Findings()
     canaries = suite.must_fail | suite.must_pass | set(suite.twins)
     killed_by_us = run.timed_out or run.output_capped or run.channel_capped
     finished_normally = log.finish in (0, 1) and not killed_by_us
 
-    # Evidence of manipulation.
+    _judge_evidence(suite, log, run, modified, found, killed_by_us, finished_normally)
+    matched = _judge_twins(suite, log, found)
+    _judge_run(log, run, timeout, output_bytes, unchecked, isolation, found, killed_by_us)
+
+    # The files the hidden suite's own configuration left out (``collect_ignore``,
+    # ``pytest_ignore_collect``): their tests are not expected, as under plain pytest.
+    # Known only when the collection ran its course: a crash leaves every file unseen.
+    seen_files = {*log.modules, *(_file(i) for i in log.collected)}
+    left_out = {
+        _file(base)
+        for base in suite.expected
+        if finished_normally
+        and _file(base) not in seen_files
+        and not _under(base, log.collect_errors)
+        and not _under(base, log.collect_skips)
+    }
+    # A collection error in a file only because of its twins is the grader's.
+    twin_files = {_file(twin) for twin in suite.twins}
+    by_twins = {
+        where
+        for where, detail in log.collect_errors.items()
+        if where in twin_files
+        and any(twin.rpartition("::")[2] in detail for twin in suite.twins if _file(twin) == where)
+    }
+    if by_twins:
+        found.grader.append(f"the twin canaries made {_names(by_twins)} fail to collect")
+    # A collection error where the isolation could not carry what the file needed
+    # while it was collected (an ``inconclusive`` record of that file) is the grader's.
+    carried = {test_id for test_id, _ in log.inconclusive if test_id}
+    not_collected = {where for where in log.collect_errors if (where or ".") in carried}
+    unexplained = [e for e in log.collect_errors if e not in by_twins | not_collected]
+    if unexplained and not by_twins:
+        found.failures.append(f"collection error in {_names(e or '.' for e in unexplained)}")
+
+    outcomes = {i: o for i, o in log.tests.items() if _base(i) not in canaries}
+    reported_bases = {_base(i) for i in outcomes}
+    missing = []
+    skipped_whole = []
+    for base in suite.expected:
+        if base in reported_bases or _file(base) in left_out:
+            continue
+        if _under(base, log.collect_errors):
+            outcomes[base] = "error"
+        elif _under(base, log.collect_skips):
+            # Skipped with its file at collection: no outcome, as under plain pytest.
+            skipped_whole.append(base)
+        else:
+            missing.append(base)
+    total = len(outcomes) + len(missing)
+    if skipped_whole:
+        files = sorted({_file(base) for base in skipped_whole})
+        found.failures.append(
+            f"{len(skipped_whole)} hidden tests were skipped with their file at collection:"
+            f" {_names(files)}"
+        )
+    if missing:
+        found.failures.append(
+            f"{len(missing)} of {total} hidden tests not reported: {_names(missing)}"
+        )
+    if not total:
+        found.failures.append("no hidden test was reported")
+    for canary in sorted(suite.must_pass):
+        got = log.tests.get(canary)
+        if got in ("failed", "error"):
+            found.failures.append(
+                f"a canary test that must pass reported {got}: the run is unreliable"
+            )
+            break
+    for canary in sorted(suite.must_fail):
+        got = log.tests.get(canary)
+        if got == "error":
+            found.failures.append(
+                f"a canary test that must fail reported {got}: the run is unreliable"
+            )
+            break
+    # Tests the isolation could not carry: the grader's, not failures of the workspace.
+    for test_id, detail in log.inconclusive[:_NAMED]:
+        found.grader.append(f"{test_id or 'the run'} could not be judged: {detail}")
+    not_carried = {i for i in outcomes if i in carried or _base(i) in carried}
+    failing = {
+        i: o
+        for i, o in outcomes.items()
+        if o != "passed"
+        and i not in not_carried
+        and not _under(i, by_twins)
+        and not _under(i, not_collected)
+    }
+    if failing:
+        found.failures.append(
+            f"{len(failing)} of {total} hidden tests did not pass: {_names(failing, failing)}"
+        )
+    if matched:
+        found.failures.append(
+            f"twin canary of {_names(matched)} passed where the hidden test did not:"
+            " the workspace produced the twin's perturbed value"
+        )
+    return _decide(found, outcomes, total)
+
+
+def _decide(found: _Findings, outcomes: dict[str, str], total: int) -> Judgement:
+    tampered = bool(found.tampering)
+    inconclusive = not tampered and not found.failures and bool(found.grader)
+    passed = not (found.tampering or found.failures or found.grader)
+    if passed:
+        reason = f"all {total} hidden tests passed"
+    else:
+        reason = "; ".join(found.tampering + found.failures + found.grader)
+    return Judgement(
+        passed,
+        dict(sorted(outcomes.items())),
+        tampered,
+        reason,
+        inconclusive,
+        found.twins_tested,
+        found.twins_untested,
+    )
+
+
+def _judge_evidence(
+    suite: HiddenSuite,
+    log: ChannelLog,
+    run: ChildRun,
+    modified: Sequence[str],
+    found: _Findings,
+    killed_by_us: bool,
+    finished_normally: bool,
+) -> None:
+    """What only manipulation explains."""
     found.tampering.extend(log.problems)
     if run.channel_capped:
         found.tampering.append("the report channel was flooded: the test process was killed")
@@ -112,153 +283,104 @@ def judge(
         found.tampering.append(
             f"results reported for tests never collected: {_names(uncollected)}"
         )
-    not_collected = {*log.collect_errors, *log.collect_skips}
+    # pytest runs every test it collected unless the session stops, which is no normal
+    # finish: a canary collected and never reported was taken out of the run; and a
+    # file collected without its canaries (nor their deselection) is not the file staged.
+    collected_bases = {_base(i) for i in log.collected}
+    deselected_bases = {_base(i) for i in log.deselected}
     reported = {_base(i) for i in log.tests}
-    missing_canaries = {c for c in canaries if c not in reported and not _under(c, not_collected)}
-    if missing_canaries and finished_normally:
+    canaries = suite.must_fail | suite.must_pass | set(suite.twins)
+    hidden = {c for c in canaries if c in collected_bases and c not in reported}
+    if hidden and finished_normally:
         found.tampering.append("canary test not reported although pytest finished: results hidden")
-
-    _judge_twins(suite, log, found)
+    replaced = {
+        _file(c)
+        for c in canaries
+        if _file(c) in log.modules and c not in collected_bases and c not in deselected_bases
+    }
+    if replaced and finished_normally:
+        found.tampering.append(
+            f"{_names(replaced)} collected without its canary tests: the hidden module was"
+            " replaced"
+        )
     if log.liars:
         # The hidden tests' own lies first: a twin's perturbed value says less.
         first_id, first = min(log.liars, key=lambda liar: _base(liar[0]) in canaries)
         where = "a canary" if _base(first_id) in canaries else first_id
         found.tampering.append(
-            f"a builtin look-alike lied about a comparison in {where}: {first}"
+            f"a workspace value lied about a comparison in {where}: {first}"
             + (f" (and {len(log.liars) - 1} more)" if len(log.liars) > 1 else "")
         )
 
-    # Doubts: the run cannot vouch for the workspace.
-    if unchecked is not None:
-        found.doubts.append(unchecked)
-    if run.timed_out:
-        found.doubts.append(f"timed out after {timeout:g} s")
-    if run.output_capped:
-        found.doubts.append(f"output exceeded {output_bytes} bytes: the test process was killed")
-    if not killed_by_us:
-        if run.returncode < 0:
-            found.doubts.append(f"the test process was killed by {_signal_name(-run.returncode)}")
-        elif log.finish is None and run.returncode != 0:
-            found.doubts.append(
-                f"the test run ended before pytest finished (exit code {run.returncode})"
-            )
-        elif log.finish not in (None, 0, 1):
-            name = _EXIT_NAMES.get(log.finish or 0, "unexpected status")
-            found.doubts.append(f"pytest exited with code {log.finish} ({name})")
-    if log.collect_errors:
-        found.doubts.append(f"collection error in {_names(e or '.' for e in log.collect_errors)}")
 
-    outcomes = {i: o for i, o in log.tests.items() if _base(i) not in canaries}
-    reported_bases = {_base(i) for i in outcomes}
-    missing = []
-    for base in suite.expected:
-        if base in reported_bases:
-            continue
-        if _under(base, log.collect_errors):
-            outcomes[base] = "error"
-        elif _under(base, log.collect_skips):
-            outcomes[base] = "skipped"
-        else:
-            missing.append(base)
-    total = len(outcomes) + len(missing)
-    if missing:
-        found.doubts.append(
-            f"{len(missing)} of {total} hidden tests not reported: {_names(missing)}"
-        )
-    if not total:
-        found.doubts.append("no hidden test was reported")
-    for canary in sorted(suite.must_pass):
-        got = log.tests.get(canary)
-        if got is not None and got != "passed":
-            found.doubts.append(
-                f"a canary test that must pass reported {got}: the run is unreliable"
-            )
-            break
-    for canary in sorted(suite.must_fail):
-        got = log.tests.get(canary)
-        if got is not None and got not in ("failed", "passed"):
-            found.doubts.append(
-                f"a canary test that must fail reported {got}: the run is unreliable"
-            )
-            break
-    failing = {i: o for i, o in outcomes.items() if o != "passed"}
-    if failing:
-        found.doubts.append(
-            f"{len(failing)} of {total} hidden tests did not pass: {_names(failing, failing)}"
-        )
-
-    problems = found.tampering + found.doubts
-    limits = dict(reversed(log.inconclusive))  # the first reason of each test
-    inconclusive = _explained_by_limits(limits, log, found, failing, missing)
-    passed = not problems and not limits
-    if passed:
-        reason = f"all {total} hidden tests passed"
-    elif limits:
-        met = {i: why for i, why in limits.items() if _base(i) not in canaries} or limits
-        reason = "; ".join([_limits_reason(met, inconclusive=inconclusive), *problems])
-    else:
-        reason = "; ".join(problems)
-    return Judgement(
-        passed, dict(sorted(outcomes.items())), bool(found.tampering), reason, inconclusive
-    )
-
-
-def _limited(nodeid: str, limits: Mapping[str, str]) -> bool:
-    """Whether a limit was met by this test, or by the module or folder that holds it."""
-    return nodeid in limits or _under(nodeid, (i for i in limits if "::" not in i))
-
-
-def _explained_by_limits(
-    limits: Mapping[str, str],
+def _judge_run(
     log: ChannelLog,
+    run: ChildRun,
+    timeout: float,
+    output_bytes: int,
+    unchecked: str | None,
+    isolation: str,
     found: _Findings,
-    failing: Mapping[str, str],
-    missing: Sequence[str],
-) -> bool:
-    """Whether the run is inconclusive: limits of process isolation explain every doubt.
+    killed_by_us: bool,
+) -> None:
+    """How the process ended: the workspace's fault unless the grader's is shown."""
+    if unchecked is not None:
+        found.failures.append(unchecked)
+    if run.timed_out:
+        found.failures.append(f"timed out after {timeout:g} s")
+    if run.output_capped:
+        found.failures.append(f"output exceeded {output_bytes} bytes: the test process was killed")
+    if killed_by_us:
+        return
+    if run.returncode < 0:
+        found.failures.append(f"the test process was killed by {_signal_name(-run.returncode)}")
+    elif log.finish is None and run.returncode != 0:
+        found.failures.append(
+            f"the test run ended before pytest finished (exit code {run.returncode})"
+        )
+    elif log.finish not in (None, 0, 1):
+        name = _EXIT_NAMES.get(log.finish or 0, "unexpected status")
+        problem = f"pytest exited with code {log.finish} ({name})"
+        # An internal error is the grader's when the sandbox's own code raised it, or
+        # when no code of the workspace ran in the process; a usage error is ours.
+        grader = log.finish == _USAGE_ERROR or (
+            log.internal_error is not None
+            and (log.internal_error_by_grader or isolation == "process")
+        )
+        if grader and log.internal_error is not None:
+            problem += f": {log.internal_error.strip().splitlines()[-1][:300]}"
+        (found.grader if grader else found.failures).append(problem)
 
-    A limit is the grader's: what the hidden tests handed the workspace, or asked of it,
-    could not cross between the judge and the subject, so the outcome of the test that
-    met it says nothing about the workspace.  A failure no limit explains still fails
-    the verdict, and evidence of tampering is never made inconclusive.
-    """
-    if not limits or found.tampering or missing:
-        return False
-    if any(not _limited(i, limits) for i in failing):
-        return False
-    explained = {"collection error in", f"{len(failing)} of "}
-    return all(doubt.startswith(tuple(explained)) for doubt in found.doubts) and all(
-        _limited(e or ".", limits) for e in log.collect_errors
-    )
 
-
-def _limits_reason(limits: Mapping[str, str], *, inconclusive: bool) -> str:
-    met = list(limits.items())
-    shown = "; ".join(f"{test_id or '(collection)'} ({why})" for test_id, why in met[:_NAMED])
-    more = f" and {len(met) - _NAMED} more" if len(met) > _NAMED else ""
-    lead = "inconclusive: " if inconclusive else ""
-    return (
-        f"{lead}process isolation could not carry what {len(met)} hidden test(s)"
-        f" needed: {shown}{more}"
-    )
-
-
-def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> None:
+def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> list[str]:
     """A twin that passed next to an original that passed is manipulation.
 
-    Its perturbations are exclusive, so for honest values both cannot pass; a twin that
+    Its perturbation is exclusive, so for honest values both cannot pass.  A twin that
     passed next to an original that did not is a wrong workspace that produced the
-    perturbed value, which the reason names.
+    perturbed value: those are returned, for the reason to name them.
     """
     by_base: dict[str, list[str]] = {}
-    for nodeid, outcome in log.tests.items():
-        by_base.setdefault(_base(nodeid), []).append(outcome)
+    for nodeid in log.tests:
+        by_base.setdefault(_base(nodeid), []).append(nodeid)
     manipulated: list[str] = []
     matched: list[str] = []
     for twin, original in sorted(suite.twins.items()):
-        if "passed" not in by_base.get(twin, ()):
+        lines = suite.twin_lines.get(twin)
+        held = False
+        for nodeid in by_base.get(twin, ()):
+            outcome = log.tests[nodeid]
+            line = log.lines.get(nodeid)
+            if outcome == "passed":
+                held = True
+            elif (
+                outcome == "failed" and line is not None and lines and lines[0] <= line <= lines[1]
+            ):
+                found.twins_tested += 1
+            else:
+                found.twins_untested += 1
+        if not held:
             continue
-        outcomes = by_base.get(original, [])
+        outcomes = [log.tests[i] for i in by_base.get(original, ())]
         if outcomes and all(o == "passed" for o in outcomes):
             manipulated.append(original)
         else:
@@ -268,8 +390,4 @@ def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> None:
             f"twin canary of {_names(manipulated)} passed:"
             " results are not what the hidden tests compare"
         )
-    if matched:
-        found.doubts.append(
-            f"twin canary of {_names(matched)} passed where the hidden test did not:"
-            " the workspace produced the twin's perturbed value"
-        )
+    return matched

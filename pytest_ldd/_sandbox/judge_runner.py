@@ -18,8 +18,9 @@ and environment scrubbing, and reports through the same authenticated channel
    confinement policy it applies to itself before anything else, and puts
    :class:`proxies.WorkspaceFinder` last on ``sys.meta_path``; the workspace is never
    on this process's ``sys.path``;
-4. forwards the subject's report of its confinement, then runs ``pytest.main`` with
-   the reporter and the isolation guard, and leaves with ``os._exit``.
+4. forwards the subject's report of its confinement, probes every comparison of the
+   hidden tests that involves a proxy (see :mod:`probes`), then runs ``pytest.main``
+   with the reporter and the isolation guard, and leaves with ``os._exit``.
 
 It imports only the standard library and pytest.
 """
@@ -128,6 +129,14 @@ def main() -> int:
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"], connection))
     reporter = runner.Reporter(channel, [])
+    # Comparisons with workspace objects run in the subject: every stand-in is probed.
+    probes = runner.load_sibling("probes")
+    probes.guard_comparisons(
+        str(settings["suite"]),
+        lambda detail: channel.send("liar", id=reporter.current, detail=detail),
+        workspace_like=proxies.is_stand_in,
+        opaque=probes.opaque_probe(crossing=True),
+    )
     guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)

@@ -19,39 +19,40 @@ neither the current folder nor the script's folder on ``sys.path``).  It then
    pytest's plugins are loaded (as pytest's ``pythonpath`` setting does), behind an
    import guard: a workspace module never replaces a standard-library module, nor
    one that is imported already (``pdb``, ``cmd``, ``getpass`` stay the real ones);
-6. decides every comparison of the hidden test files (after pytest's assertion
-   rewriting) that a builtin subclass claims true by the builtin base's own operation
-   on the underlying value as well: where the two disagree, the test fails and a
-   ``liar`` record is sent;
-7. leaves with ``os._exit``, so nothing the code under test registered to run at exit
+6. probes every comparison of the hidden test files (after pytest's assertion
+   rewriting) and of unittest's assertions that involves a value of the workspace
+   (``probes.py``): a claim no honest value can make fails the test, and a ``liar``
+   record is sent;
+7. reports, for a failed test, the line of its test file where it failed, and turns
+   a report pytest cannot format into a plain failure rather than an internal error;
+8. leaves with ``os._exit``, so nothing the code under test registered to run at exit
    can change the exit status after pytest reported it.
 
-It imports only the standard library and pytest (and the two files staged beside it),
-because the interpreter under test need not have pytest-ldd installed.  The parent
-never imports it.
+It imports only the standard library and pytest (and the files staged beside it),
+because the interpreter under test need not have pytest-ldd installed.
 """
 
 from __future__ import annotations
 
-import ast
-import collections
 import contextlib
 import hashlib
 import hmac
 import importlib.machinery
 import importlib.util
 import json
-import operator
 import os
 import sys
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
+_HERE = os.path.dirname(os.path.abspath(__file__))
 _AUTOLOAD_OFF = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 _SCRUBBED_PREFIXES = ("PYTEST_", "PYTHON")
 _IDS_PER_RECORD = 200
 _DETAIL_CHARS = 2000
+# Frames walked in a traceback, to find the test file's line or the grader's frames.
+_TRACEBACK_DEPTH = 10_000
 
 
 class Channel:
@@ -126,210 +127,40 @@ def install_import_guard() -> None:
     sys.meta_path.insert(0, ImportGuard(protected, [p for p in sys.path if p]))
 
 
-# -- comparisons decided by the builtin base ------------------------------------------
-
-_SCALARS = frozenset({int, float, complex, str, bytes, bool, type(None)})
-_BASES = (bool, int, float, str, bytes, tuple, list, dict, frozenset, set)
-# Subclasses of builtins from the standard library whose own equality is legitimate.
-_OWN_EQUALITY = frozenset({collections.OrderedDict, collections.Counter, collections.defaultdict})
-_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
-    "==": operator.eq,
-    "!=": operator.ne,
-    "<": operator.lt,
-    "<=": operator.le,
-    ">": operator.gt,
-    ">=": operator.ge,
-    "in": lambda a, b: a in b,
-    "not in": lambda a, b: a not in b,
-}
-_AST_OPS = {
-    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
-    ast.In: "in", ast.NotIn: "not in",
-}  # fmt: skip
-_BYTES_SLOT: Callable[[bytes], bytes] | None = getattr(bytes, "__bytes__", None)
-_PLAIN_BUDGET = 10_000
-_PLAIN_DEPTH = 32
-_SHOWN = 120
-
-
-def _base_of(cls: type) -> type | None:
-    if cls in _SCALARS:
-        return cls
-    for base in _BASES:
-        # issubclass on a builtin consults the real MRO: the class cannot lie about it.
-        if type.__subclasscheck__(base, cls):
-            return base
-    return None
-
-
-class _Plain:
-    """Turns a value into builtin values, through the builtin bases' own slots."""
-
-    def __init__(self) -> None:
-        self.budget = _PLAIN_BUDGET
-        self.liar: type | None = None
-
-    def __call__(self, value: Any, depth: int = 0) -> tuple[Any, bool]:
-        cls = type(value)
-        if cls in _SCALARS:
-            return value, False
-        base = _base_of(cls)
-        if base is None or depth > _PLAIN_DEPTH or self.budget <= 0:
-            return value, False  # a class of its own keeps its own equality
-        self.budget -= 1
-        changed = cls is not base and cls not in _OWN_EQUALITY
-        if changed and self.liar is None:
-            self.liar = cls
-        if base is int:
-            return int.__int__(value), changed
-        if base is float:
-            return float.__float__(value), changed
-        if base is str:
-            return str.__str__(value), changed
-        if base is bytes:
-            if _BYTES_SLOT is not None:  # Python 3.11+: the base's own slot
-                return _BYTES_SLOT(value), changed
-            return bytes(memoryview(value)), changed
-        if base is dict:
-            pairs = [(self(k, depth + 1), self(v, depth + 1)) for k, v in dict.items(value)]
-            if not changed and not any(k[1] or v[1] for k, v in pairs):
-                return value, False
-            return {k[0]: v[0] for k, v in pairs}, True
-        items = [self(item, depth + 1) for item in base.__iter__(value)]  # type: ignore[attr-defined]
-        if not changed and not any(item[1] for item in items):
-            return value, False
-        return base(item[0] for item in items), True
-
-
-def _short(value: Any) -> str:
-    try:
-        text = repr(value)
-    except Exception:  # a repr of the code under test may raise anything
-        return "<unrepresentable>"
-    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
-
-
-def _type_name(cls: type) -> str:
-    module = type.__dict__["__module__"].__get__(cls)
-    qualname = type.__dict__["__qualname__"].__get__(cls)
-    return f"{module}.{qualname}" if isinstance(module, str) else str(qualname)
-
-
-class Comparisons:
-    """``compare(op, a, b)``: what ``a op b`` gives, failing where a look-alike lies."""
-
-    def __init__(self, report: Callable[[str], None]) -> None:
-        self._report = report
-
-    def compare(self, op: str, left: Any, right: Any) -> Any:
-        __tracebackhide__ = True
-        result = _OPERATORS[op](left, right)
-        if type(left) in _SCALARS and type(right) in _SCALARS:
-            return result
-        plain = _Plain()
-        plain_left, left_changed = plain(left)
-        plain_right, right_changed = plain(right)
-        if not (left_changed or right_changed) or plain.liar is None:
-            return result
-        try:
-            if not result:
-                return result
-        except Exception:  # a result without a truth value: not our business
-            return result
-        try:
-            base_says = bool(_OPERATORS[op](plain_left, plain_right))
-        except Exception:  # the builtin values cannot even be compared
-            base_says = False
-        if base_says:
-            return result
-        liar = plain.liar
-        base = _base_of(liar)
-        base_name = base.__name__ if base is not None else "builtin"
-        article = "an" if base_name[0] in "aeiou" else "a"
-        subject, other = (plain_left, plain_right) if left_changed else (plain_right, plain_left)
-        if type(left if left_changed else right) is liar:
-            detail = (
-                f"result of type {_type_name(liar)} ({article} {base_name} subclass) claims"
-                f" {op} {_short(other)}; its {base_name} value is {_short(subject)}"
-            )
-        else:
-            detail = (
-                f"result holding type {_type_name(liar)} ({article} {base_name} subclass)"
-                f" claims {op} {_short(other)}; by builtin values it is {_short(subject)}"
-            )
-        self._report(detail)
-        raise AssertionError(detail)
-
-
-_COMPARE_MODULE = "_ldd_compare"
-_COMPARE_ALIAS = "@ldd_compare"
-
-
-class _CompareRewriter(ast.NodeTransformer):
-    """``a op b`` (one operator, not ``is``) -> ``@ldd_compare.compare("op", a, b)``."""
-
-    def visit_Compare(self, node: ast.Compare) -> ast.AST:
-        self.generic_visit(node)
-        if len(node.ops) != 1 or type(node.ops[0]) not in _AST_OPS:
-            return node
-        right = node.comparators[0]
-        if (  # pytest's own "name in @py_builtins.locals()" checks
-            isinstance(node.left, ast.Constant)
-            and isinstance(right, ast.Call)
-            and isinstance(right.func, ast.Attribute)
-            and isinstance(right.func.value, ast.Name)
-            and right.func.value.id.startswith("@py")
-        ):
-            return node
-        name = ast.copy_location(ast.Name(_COMPARE_ALIAS, ast.Load()), node)
-        func = ast.copy_location(ast.Attribute(value=name, attr="compare", ctx=ast.Load()), node)
-        op = ast.copy_location(ast.Constant(_AST_OPS[type(node.ops[0])]), node)
-        call = ast.Call(func=func, args=[op, node.left, right], keywords=[])
-        return ast.copy_location(call, node)
-
-
-def guard_comparisons(suite: str, report: Callable[[str], None]) -> None:
-    """Route the hidden test files' comparisons through :class:`Comparisons`."""
-    from _pytest.assertion import rewrite
-
-    module = types.ModuleType(_COMPARE_MODULE)
-    module.compare = Comparisons(report).compare  # type: ignore[attr-defined]
-    sys.modules[_COMPARE_MODULE] = module
-    original = rewrite.rewrite_asserts
-    prefix = os.path.join(os.path.realpath(suite), "")
-
-    def rewrite_asserts(
-        mod: ast.Module, source: bytes, module_path: Any = None, config: Any = None
-    ) -> None:
-        original(mod, source, module_path, config)
-        if module_path is None or not os.path.realpath(str(module_path)).startswith(prefix):
-            return
-        position = 0
-        for index, node in enumerate(mod.body):
-            if isinstance(node, ast.Import) and any(
-                a.asname == "@py_builtins" for a in node.names
-            ):
-                position = index + 1
-                break
-        else:
-            return  # nothing was rewritten (PYTEST_DONT_REWRITE): leave the module alone
-        _CompareRewriter().visit(mod)
-        line = getattr(mod.body[position - 1], "lineno", 1)
-        at = {"lineno": line, "col_offset": 0, "end_lineno": line, "end_col_offset": 0}
-        alias = ast.alias(_COMPARE_MODULE, _COMPARE_ALIAS, **at)
-        mod.body.insert(position, ast.Import([alias], **at))
-
-    rewrite.rewrite_asserts = rewrite_asserts
+def _failure_line(tb: Any, path: str) -> int | None:
+    """The line of the test file ``path`` where an exception left it last (innermost)."""
+    line = None
+    depth = 0
+    while tb is not None and depth < _TRACEBACK_DEPTH:
+        if os.path.realpath(tb.tb_frame.f_code.co_filename) == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+        depth += 1
+    return line
 
 
 class Reporter:
-    """The pytest plugin of the sandbox: reports collection and per-test outcomes."""
+    """The pytest plugin of the sandbox: reports collection and per-test outcomes.
+
+    A failed test's record names the line of its test file where it failed, for
+    every failure alike.  A test whose report pytest could not format (an error while
+    rendering the failure) is reported as a plain failure rather than ending the
+    session with an internal error.
+    """
 
     def __init__(self, channel: Channel, pythonpath: list[str]) -> None:
+        import pytest  # imported already: the runner's plugin needs its hook marker
+
         self.current = ""  # the node id of the test running now
         self._channel = channel
         self._pythonpath = pythonpath
         self._outcomes: dict[str, str] = {}
+        self._lines: dict[str, int] = {}
+        self._paths: dict[str, str] = {}
+        self._exit = pytest.exit.Exception
+        if not hasattr(Reporter.pytest_runtest_makereport, "pytest_impl"):
+            # Outermost: what any other wrapper raises is caught too.
+            pytest.hookimpl(wrapper=True, tryfirst=True)(Reporter.pytest_runtest_makereport)
 
     def pytest_load_initial_conftests(self) -> None:
         # Runs after plugins named with -p were imported, before any conftest.py or
@@ -344,6 +175,13 @@ class Reporter:
             self._channel.send("collect_error", id=report.nodeid, detail=detail)
         elif report.skipped:  # a module-level skip, e.g. pytest.importorskip(...)
             self._channel.send("collect_skip", id=report.nodeid)
+        elif report.nodeid.endswith(".py") and "::" not in report.nodeid:
+            self._channel.send("module", id=report.nodeid)
+
+    def pytest_deselected(self, items: Any) -> None:
+        ids = [item.nodeid for item in items]
+        for start in range(0, len(ids), _IDS_PER_RECORD):
+            self._channel.send("deselected", ids=ids[start : start + _IDS_PER_RECORD])
 
     def pytest_collection_finish(self, session: Any) -> None:
         ids = [item.nodeid for item in session.items]
@@ -353,12 +191,74 @@ class Reporter:
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.current = nodeid
 
+    def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
+        try:
+            report = yield
+        except BaseException as exc:
+            if isinstance(exc, (KeyboardInterrupt, SystemExit, self._exit)):
+                raise
+            report = _plain_report(item, call, exc)
+        if call.when == "call" and report.failed and call.excinfo is not None:
+            path = self._paths.get(item.nodeid) or os.path.realpath(str(item.path))
+            line = _failure_line(call.excinfo.tb, path)
+            if line is not None:
+                self._lines[item.nodeid] = line
+        return report
+
     def pytest_runtest_logreport(self, report: Any) -> None:
         before = self._outcomes.get(report.nodeid)
         self._outcomes[report.nodeid] = _phase_outcome(report.when, report.outcome, before)
 
     def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        self._channel.send("test", id=nodeid, outcome=self._outcomes.pop(nodeid, "error"))
+        outcome = self._outcomes.pop(nodeid, "error")
+        line = self._lines.pop(nodeid, None)
+        if outcome == "failed" and line is not None:
+            self._channel.send("test", id=nodeid, outcome=outcome, line=line)
+        else:
+            self._channel.send("test", id=nodeid, outcome=outcome)
+
+    def pytest_internalerror(self, excrepr: Any, excinfo: Any) -> None:
+        tb = getattr(excinfo, "tb", None)
+        grader = False
+        depth = 0
+        while tb is not None and depth < _TRACEBACK_DEPTH:
+            grader = grader or os.path.dirname(tb.tb_frame.f_code.co_filename) == _HERE
+            tb = tb.tb_next
+            depth += 1
+        detail = str(excrepr)[-_DETAIL_CHARS:]
+        self._channel.send("internal_error", detail=detail, grader=grader)
+
+
+def _plain_report(item: Any, call: Any, error: BaseException) -> Any:
+    """The report of a test whose own report could not be made: its outcome, plainly."""
+    from _pytest.outcomes import Skipped
+    from _pytest.reports import TestReport
+
+    excinfo = call.excinfo
+    try:
+        text = excinfo.exconly() if excinfo is not None else ""
+    except Exception:  # the exception's own text is what failed to render
+        text = f"<an exception of type {type(excinfo.value).__name__}>"
+    note = f"(pytest could not format this report: {type(error).__name__}: {error!s:.300})"
+    longrepr: Any = None
+    outcome: Any = "passed"
+    if excinfo is not None and isinstance(excinfo.value, Skipped):
+        outcome = "skipped"
+        longrepr = (str(item.path), 0, text[:_DETAIL_CHARS])
+    elif excinfo is not None:
+        outcome = "failed"
+        longrepr = f"{text[-_DETAIL_CHARS:]}\n{note}"
+    return TestReport(
+        item.nodeid,
+        item.location,
+        {},
+        outcome,
+        longrepr,
+        call.when,
+        duration=call.duration,
+        start=call.start,
+        stop=call.stop,
+    )
 
 
 def _apply_limits(limits: dict[str, list[int]]) -> None:
@@ -391,7 +291,7 @@ def _scrub_environment() -> None:
 
 def load_sibling(name: str) -> types.ModuleType:
     """A module staged beside this file (``runner/``), loaded by its path as ``_ldd_<name>``."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.py")
+    path = os.path.join(_HERE, f"{name}.py")
     spec = importlib.util.spec_from_file_location(f"_ldd_{name}", path)
     if spec is None or spec.loader is None:  # pragma: no cover - a file we staged
         msg = f"cannot load the sandbox's {path!r}"
@@ -449,9 +349,13 @@ def main() -> int:
     guard_rewrite(rewrite)
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     reporter = Reporter(channel, list(settings["pythonpath"]))
-    guard_comparisons(
+    roots = settings.get("workspace") or settings["pythonpath"]
+    probes = load_sibling("probes")
+    probes.guard_comparisons(
         str(settings["suite"]),
         lambda detail: channel.send("liar", id=reporter.current, detail=detail),
+        workspace_like=probes.WorkspaceTypes([roots] if isinstance(roots, str) else roots),
+        opaque=probes.opaque_probe(),
     )
     code = int(pytest.main(list(settings["args"]), plugins=[reporter]))
     channel.send("finish", exit=code)

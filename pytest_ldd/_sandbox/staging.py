@@ -32,6 +32,7 @@ __all__ = [
     "copy_workspace",
     "plant_canaries",
     "stage_hidden",
+    "workspace_modules",
 ]
 
 # pytest's defaults: python_files, python_classes / python_functions and norecursedirs.
@@ -64,6 +65,8 @@ class HiddenSuite:
     # Twin canary id -> the hidden test it is the twin of, and what was perturbed.
     twins: Mapping[str, str] = field(default_factory=dict)
     twin_changes: Mapping[str, str] = field(default_factory=dict)
+    # Twin canary id -> the lines of its file where it checks its perturbed assertion.
+    twin_lines: Mapping[str, tuple[int, int]] = field(default_factory=dict)
 
 
 def copy_workspace(
@@ -173,8 +176,42 @@ def _relink(child: str, link: Path, top: Path, dst: Path) -> None:
     os.symlink(os.path.relpath(mapped, target.parent), target)
 
 
-def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
-    """Copy the hidden tests to ``dst``, find their ids and plant the canary tests."""
+def workspace_modules(folders: Sequence[Path]) -> frozenset[str]:
+    """The top-level module names importable from ``folders`` (a workspace's pythonpath)."""
+    names: set[str] = set()
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if entry.is_dir(follow_symlinks=False):
+                stem = name
+            elif name.endswith(".py"):
+                stem = name[:-3]
+            elif name.endswith((".so", ".pyd")):
+                stem = name.partition(".")[0]
+            else:
+                continue
+            if stem.isidentifier() and stem not in _NEVER_COPIED:
+                names.add(stem)
+    return frozenset(names)
+
+
+def stage_hidden(
+    src: Path,
+    dst: Path,
+    rng: random.Random,
+    *,
+    workspace_modules: frozenset[str] | None = None,
+) -> HiddenSuite:
+    """Copy the hidden tests to ``dst``, find their ids and plant the canary tests.
+
+    ``workspace_modules`` are the top-level module names the workspace provides (what
+    tells the twins which values are the workspace's); None: every import that is not
+    the standard library's or a test library's.
+    """
     try:
         if src.is_dir():
             shutil.copytree(
@@ -198,6 +235,7 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
     must_pass: set[str] = set()
     twins: dict[str, str] = {}
     changes: dict[str, str] = {}
+    lines: dict[str, tuple[int, int]] = {}
     for path in files:
         rel = path.relative_to(dst).as_posix()
         source = path.read_bytes()
@@ -210,14 +248,17 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
         expected.extend(f"{rel}::{name}" for name in names)
         if _opts_out(tree.body):
             continue
-        source, tree, planted_twins = _with_twins(source, tree, names, rng)
-        for twin in planted_twins:
-            twins[f"{rel}::{twin.name}"] = f"{rel}::{twin.of}"
-            changes[f"{rel}::{twin.name}"] = twin.change
-        planted, fail_name, pass_name = plant_canaries(source, tree, names, rng)
-        path.write_bytes(planted)
+        # The canaries first: the twins' lines are those of the file as written.
+        source, fail_name, pass_name = plant_canaries(source, tree, names, rng)
         must_fail.add(f"{rel}::{fail_name}")
         must_pass.add(f"{rel}::{pass_name}")
+        source, planted_twins = _with_twins(source, names, rng, workspace_modules)
+        for twin in planted_twins:
+            twin_id = f"{rel}::{twin.name}"
+            twins[twin_id] = f"{rel}::{twin.of}"
+            changes[twin_id] = twin.change
+            lines[twin_id] = twin.lines
+        path.write_bytes(source)
     if not must_fail:
         # Every hidden file opts out of collection: the canaries get a file of their own.
         path = dst / f"test_{rng.choice(_FALLBACK_WORDS)}_{rng.randrange(10, 99)}.py"
@@ -234,22 +275,23 @@ def stage_hidden(src: Path, dst: Path, rng: random.Random) -> HiddenSuite:
         frozenset(must_pass),
         twins,
         changes,
+        lines,
     )
 
 
 def _with_twins(
-    source: bytes, tree: ast.Module, names: Sequence[str], rng: random.Random
-) -> tuple[bytes, ast.Module, list[Twin]]:
-    """The file with its twin canaries planted, written out afresh (all of it alike)."""
+    source: bytes,
+    names: Sequence[str],
+    rng: random.Random,
+    workspace_modules: frozenset[str] | None,
+) -> tuple[bytes, list[Twin]]:
+    """The file with its twin canaries spliced in; its own text stays as it was."""
     draw = _name_drawer(source, names, rng)
     try:
-        module, twins = plant_twins(tree, names, draw, rng)
-        if not twins:
-            return source, tree, []
-        text = ast.unparse(module).encode("utf-8") + b"\n"
-        return text, ast.parse(text), twins
+        tree = ast.parse(source)
+        return plant_twins(source, tree, names, draw, rng, workspace_modules=workspace_modules)
     except (RecursionError, ValueError, SyntaxError):  # an unusual file: no twins
-        return source, tree, []
+        return source, []
 
 
 def _name_drawer(source: bytes, tests: Sequence[str], rng: random.Random) -> Any:
@@ -316,8 +358,32 @@ def _is_test_function(node: ast.stmt) -> bool:
     )
 
 
-def _class_tests(node: ast.ClassDef, prefix: str) -> list[str]:
-    if not node.name.startswith("Test") or _opts_out(node.body):
+_TEST_CASES = frozenset({"TestCase", "IsolatedAsyncioTestCase"})
+
+
+def _unittest_classes(tree: ast.Module) -> set[str]:
+    """The module's classes that derive from ``unittest.TestCase`` (pytest collects them all)."""
+    found: set[str] = set()
+    classes = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    changed = True
+    while changed:
+        changed = False
+        for node in classes:
+            if node.name in found:
+                continue
+            for base in node.bases:
+                name = base.attr if isinstance(base, ast.Attribute) else getattr(base, "id", None)
+                if name in _TEST_CASES or name in found:
+                    found.add(node.name)
+                    changed = True
+                    break
+    return found
+
+
+def _class_tests(
+    node: ast.ClassDef, prefix: str, unittest: frozenset[str] = frozenset()
+) -> list[str]:
+    if not (node.name.startswith("Test") or node.name in unittest) or _opts_out(node.body):
         return []
     if any(
         isinstance(child, ast.FunctionDef) and child.name in ("__init__", "__new__")
@@ -338,18 +404,20 @@ def _class_tests(node: ast.ClassDef, prefix: str) -> list[str]:
 def _collectable(tree: ast.Module) -> list[str]:
     """The tests pytest will surely collect from a module, as ``name`` / ``Class::name``.
 
-    Only definitions at the top of the module (or of a top-level test class) count:
-    a test defined under an ``if`` may rightly be missing from the run.
+    Only definitions at the top of the module (or of a top-level test class, or of a
+    ``unittest.TestCase`` subclass whatever its name) count: a test defined under an
+    ``if`` may rightly be missing from the run.
     """
     if _opts_out(tree.body):
         return []
     names: dict[str, None] = {}
+    unittest = frozenset(_unittest_classes(tree))
     for node in tree.body:
         if _is_test_function(node):
             assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             names[node.name] = None
         elif isinstance(node, ast.ClassDef):
-            names.update(dict.fromkeys(_class_tests(node, "")))
+            names.update(dict.fromkeys(_class_tests(node, "", unittest)))
     return list(names)
 
 

@@ -21,13 +21,23 @@ from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
-from typing import TYPE_CHECKING, Any, Final, Literal, final, get_args
+from typing import Any, Final, Literal, Protocol, final, get_args
 
 from pytest_ldd.errors import InvalidSpecError, StoreCorruptError
 from pytest_ldd.model.records import is_number
 
-if TYPE_CHECKING:
-    from pytest_ldd.store import Cursor
+
+class Position(Protocol):
+    """Where an accumulator counted from or up to in its store's pair log.
+
+    Opaque here, as above the store (:class:`pytest_ldd.store.Cursor` is the store's
+    name for it): kept, compared (a later position is greater) and handed back.
+    """
+
+    def __lt__(self, other: Any, /) -> bool: ...
+
+    def __le__(self, other: Any, /) -> bool: ...
+
 
 __all__ = [
     "P95_QUANTUM",
@@ -37,6 +47,7 @@ __all__ = [
     "CalibrationGate",
     "CalibrationStats",
     "MetricState",
+    "Position",
     "StateName",
     "evaluate_state",
 ]
@@ -303,8 +314,8 @@ class Accumulator:
     """
 
     version: int
-    start: Cursor
-    cursor: Cursor
+    start: Position
+    cursor: Position
     keep: int = 10
     n: int = 0
     sum_abs: float = 0.0
@@ -394,7 +405,7 @@ class Accumulator:
         cls,
         data: object,
         source: str,
-        position: Callable[[Mapping[str, Any]], tuple[Cursor, Cursor]],
+        position: Callable[[Mapping[str, Any]], tuple[Position, Position]],
     ) -> Accumulator:
         """Read :meth:`to_json`'s form; ``position`` reads the store's ``(start, cursor)``.
 

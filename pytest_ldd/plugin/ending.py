@@ -17,12 +17,12 @@ from pytest_ldd.errors import LddError
 if TYPE_CHECKING:
     import pytest
 
-    from pytest_ldd.plugin.session import LddSession
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["end_session"]
 
 
-def end_session(ldd: LddSession, session: pytest.Session, *, interrupted: bool) -> None:
+def end_session(ldd: SessionState, session: pytest.Session, *, interrupted: bool) -> None:
     """End ``ldd``'s session: its document built, recorded when recording."""
     ledger, ctx, config = ldd.ledger, ldd.ctx, ldd.config
     if ledger is None or ctx is None or ldd.collect_only or ldd.usage_error is not None:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from pytest_ldd.plugin.session import LddSession
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["GATES_PLUGIN", "GateFailures"]
 
@@ -29,7 +29,7 @@ GATES_PLUGIN = "ldd-gates"
 class GateFailures:
     """Fails a phase whose load-bearing gates it breached (see the module)."""
 
-    def __init__(self, session: LddSession) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
 
     def _phase(self, item: pytest.Item) -> Generator[None, object, object]:

@@ -18,12 +18,12 @@ from pytest_ldd.errors import LddError
 from pytest_ldd.plugin.options import HTML_OPTION, REPORT_OPTION
 
 if TYPE_CHECKING:
-    from pytest_ldd.plugin.session import LddSession
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["terminal_summary", "write_reports"]
 
 
-def write_reports(ldd: LddSession, session: pytest.Session) -> None:
+def write_reports(ldd: SessionState, session: pytest.Session) -> None:
     """Write the session's JSON and HTML reports, as the options ask."""
     config = ldd.config
     if ldd.error is not None and ldd.document is None and ldd.ledger is not None:
@@ -67,13 +67,13 @@ def write_reports(ldd: LddSession, session: pytest.Session) -> None:
     ldd.warnings.errors.clear()
 
 
-def _fail(ldd: LddSession, session: pytest.Session, message: str) -> None:
+def _fail(ldd: SessionState, session: pytest.Session, message: str) -> None:
     """A named error after the test loop: exit status 4, said in the summary."""
     ldd.end_errors.append(f"pytest-ldd: {message}")
     session.exitstatus = pytest.ExitCode.USAGE_ERROR
 
 
-def terminal_summary(ldd: LddSession, terminalreporter: Any) -> None:
+def terminal_summary(ldd: SessionState, terminalreporter: Any) -> None:
     """The ``ldd`` section of the terminal summary, and the errors of the session end."""
     from pytest_ldd.report.terminal import printable
 

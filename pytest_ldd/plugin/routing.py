@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     import pytest
 
     from pytest_ldd.plugin.payload import Payload
-    from pytest_ldd.plugin.session import LddSession
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["PayloadRoute"]
 
@@ -33,7 +33,7 @@ class PayloadRoute:
 
     __slots__ = ("_retried", "session")
 
-    def __init__(self, session: LddSession) -> None:
+    def __init__(self, session: SessionState) -> None:
         self.session = session
         #: Tests whose current attempt pytest-rerunfailures runs again.
         self._retried: set[str] = set()

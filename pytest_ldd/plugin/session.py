@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from pytest_ldd.plugin.markers import Declarations
     from pytest_ldd.plugin.recorder import RunContext, TestRecorder
     from pytest_ldd.plugin.routing import PayloadRoute
+    from pytest_ldd.plugin.stash import SessionState
 
 __all__ = ["SESSION_PLUGIN", "LddSession"]
 
@@ -286,3 +287,10 @@ class LddSession:
         from pytest_ldd.plugin.reports import terminal_summary
 
         terminal_summary(self, terminalreporter)
+
+
+if TYPE_CHECKING:
+
+    def _is_a_session_state(session: LddSession) -> SessionState:
+        # The type checker proves here that the session offers what its jobs use.
+        return session

@@ -1,0 +1,875 @@
+"""Probes: a comparison a workspace value claims, checked against values nobody could know.
+
+A hidden test's comparison that holds proves nothing by itself when one side is an
+object of the workspace: its ``__eq__`` may say yes to anything.  So, where the
+comparison runs, every operand that is a workspace value (a *target*) is also
+compared with *probes* -- values no honest ``__eq__``, ``__lt__`` or ``__sub__`` can
+know -- and a claim about a probe is proof that the object lies:
+
+- an **opaque** probe, a fresh instance of a class made for the run: no honest value
+  is equal to it, ordered against it, or computes a number from it;
+- a **look-alike** of the other operand: the same type and shape, drawn from the same
+  distribution (sign, magnitude, roundness, length, character classes; often another
+  literal of the hidden tests), never equal to it.  A value equal to ``42`` is not
+  equal to ``57`` as well; one ordered ``< 57`` is not also ``>= 57``; ``w - 42`` and
+  ``w - 57`` are not the same number.
+
+Which operands are targets is the caller's rule: in the test process, a value whose
+class (or a class of its MRO) was defined by a module loaded from the workspace
+(:class:`WorkspaceTypes`); in the judge of process isolation, every proxy.  Plain
+builtin values, the hidden tests' own objects and the installed libraries' (a
+``mock.ANY``, a ``pytest.approx``, a test's always-equal helper) are never probed:
+they are honest test code.  Values inside plain lists, tuples, dicts and sets are
+searched for targets, within a budget.
+
+A probe runs before the comparison or after it, with even odds, so an object that
+answers its first question honestly and lies afterwards (or the reverse) is caught
+half the time per lie.  A claim is ``True`` (or a non-zero ``int``): an object that
+answers with something else (an expression object, an array) claims nothing.  An
+exception while probing is no claim either.
+
+The test process loads this file from the run's folder (it imports only the standard
+library); the parent imports it from the package for :func:`draw_like`.
+"""
+
+from __future__ import annotations
+
+import ast
+import math
+import operator
+import os
+import random
+import string
+import sys
+import types
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+__all__ = [
+    "Comparisons",
+    "ProbeError",
+    "WorkspaceTypes",
+    "draw_like",
+    "guard_comparisons",
+    "shape_of",
+]
+
+_SCALARS = frozenset({int, float, complex, str, bytes, bool, type(None)})
+_CONTAINERS = frozenset({list, tuple, dict, set, frozenset})
+_BUILTIN_BASES = (bool, int, float, complex, str, bytes, tuple, list, dict, frozenset, set)
+
+_OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "in": lambda a, b: a in b,
+    "not in": lambda a, b: a not in b,
+}
+# An ordering and its complement: an honest value never claims both against one value.
+_COMPLEMENT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+_ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {"+": operator.add, "-": operator.sub}
+_AST_COMPARE = {
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in",
+}  # fmt: skip
+_AST_ARITHMETIC = {ast.Add: "+", ast.Sub: "-"}
+
+# Bounds on the work one comparison may cost.
+MAX_TARGETS = 4
+SCAN_BUDGET = 10_000
+SCAN_DEPTH = 32
+_DRAW_ATTEMPTS = 64
+_SHOWN = 120
+# Literals of the hidden tests kept as look-alike candidates, per shape and in all.
+_POOL_PER_SHAPE = 32
+_POOL_SIZE = 4096
+_BIG_INT_BITS = 4000
+
+
+# Literals of the hidden tests by shape (see :func:`shape_of`): look-alike candidates.
+Pool = Mapping[Any, Sequence[Any]]
+_NO_POOL: Pool = {}
+
+
+class ProbeError(AssertionError):
+    """A workspace value claimed something about a probe: the comparison was a lie."""
+
+
+# -- look-alike values ----------------------------------------------------------------
+
+
+def shape_of(value: Any) -> tuple[Any, ...] | None:
+    """What a look-alike of ``value`` keeps: type, sign and digits, or length."""
+    kind = type(value)
+    if kind is int:
+        if value.bit_length() > _BIG_INT_BITS:
+            return None
+        return (int, value < 0, len(str(abs(value))))
+    if kind is float:
+        if not math.isfinite(value) or value == 0:
+            return (float, value)
+        return (float, value < 0, math.floor(math.log10(abs(value))))
+    if kind in (str, bytes):
+        return (kind, len(value))
+    return None
+
+
+def draw_like(
+    value: Any,
+    rng: random.Random,
+    pool: Pool = _NO_POOL,
+    *,
+    min_distance: float = 0.0,
+    depth: int = 0,
+) -> Any:
+    """Another value of the same type and shape as ``value``, never equal to it, or None.
+
+    Numbers keep their sign, their number of digits and their trailing zeros (``42``
+    -> ``57``, ``300`` -> ``700``, ``3.14`` -> ``7.82``, ``1e-06`` -> ``4e-06``) and
+    differ by at least 10% and by more than ``min_distance``; strings and bytes keep
+    their length and the class of each character (letters, digits, case, the rest),
+    every letter and digit changed; a list, tuple, dict or set gets one element (a
+    dict one value, else one key) drawn like that.  With even odds a number or string
+    comes from ``pool`` instead (literals of the hidden tests with the same shape),
+    so that a drawn value looks as natural as the real one.  None where there is no
+    such value (None, NaN, a class of its own).
+    """
+    kind = type(value)
+    if kind in (int, float, str, bytes):
+        borrowed = _from_pool(value, rng, pool, min_distance)
+        if borrowed is not None:
+            return borrowed
+    if kind is bool:
+        return not value
+    if kind is int:
+        return _int_like(value, rng, min_distance)
+    if kind is float:
+        return _float_like(value, rng, min_distance)
+    if kind is str:
+        return _text_like(value, rng)
+    if kind is bytes:
+        text = _text_like(value.decode("latin-1"), rng)
+        return None if text is None else text.encode("latin-1")
+    if depth >= SCAN_DEPTH:
+        return None
+    if kind in (list, tuple):
+        return _sequence_like(value, rng, pool, depth)
+    if kind is dict:
+        return _mapping_like(value, rng, pool, depth)
+    if kind in (set, frozenset):
+        return _set_like(value, rng, depth)
+    return None
+
+
+def _from_pool(value: Any, rng: random.Random, pool: Pool, min_distance: float) -> Any:
+    if not pool or rng.random() < 0.5:
+        return None
+    shape = shape_of(value)
+    if shape is None:
+        return None
+    candidates = [c for c in pool.get(shape, ()) if c != value and _far(value, c)]
+    if type(value) in (int, float):
+        candidates = [c for c in candidates if abs(c - value) > min_distance]
+    return rng.choice(candidates) if candidates else None
+
+
+def _far(value: Any, other: Any) -> bool:
+    """Whether ``other`` differs enough from ``value`` for no lenient equality to join them."""
+    if type(value) in (int, float):
+        return bool(abs(other - value) >= 0.1 * abs(value))
+    if type(value) is str:
+        return _folded(value) != _folded(other)
+    return True
+
+
+def _folded(text: str) -> str:
+    return "".join(text.split()).casefold()
+
+
+def _int_like(value: int, rng: random.Random, min_distance: float) -> int | None:
+    if value.bit_length() > _BIG_INT_BITS:
+        return None
+    sign = -1 if value < 0 else 1
+    text = str(abs(value))
+    if text == "0":
+        for _ in range(_DRAW_ATTEMPTS):
+            drawn = rng.randrange(1, 10)
+            if drawn > min_distance:
+                return drawn
+        return None
+    core = text.rstrip("0")
+    zeros = len(text) - len(core)
+    for attempt in range(_DRAW_ATTEMPTS):
+        # Past half the attempts, one more digit: a tolerance wider than the value.
+        width = len(core) + (attempt >= _DRAW_ATTEMPTS // 2)
+        digits = [rng.choice("123456789")]
+        digits += [rng.choice(string.digits) for _ in range(width - 1)]
+        if width > 1:
+            digits[-1] = rng.choice("123456789")
+        drawn = sign * int("".join(digits) + "0" * zeros)
+        if drawn != value and _far(value, drawn) and abs(drawn - value) > min_distance:
+            return drawn
+    return None
+
+
+def _float_like(value: float, rng: random.Random, min_distance: float) -> float | None:
+    if not math.isfinite(value):
+        return None
+    if value == 0:
+        for _ in range(_DRAW_ATTEMPTS):
+            drawn = rng.randrange(1, 10) / 10
+            if drawn > min_distance:
+                return drawn
+        return None
+    sign = -1.0 if value < 0 else 1.0
+    mantissa, e, exponent = repr(abs(value)).partition("e")
+    nonzero = [i for i, c in enumerate(mantissa) if c in "123456789"]
+    first, last = nonzero[0], nonzero[-1]
+    for attempt in range(_DRAW_ATTEMPTS):
+        chars = list(mantissa)
+        # Leading and trailing zeros stay: "0.001" -> "0.007", "100.0" -> "700.0".
+        for i in range(first, last + 1):
+            if chars[i].isdigit():
+                chars[i] = rng.choice("123456789" if i in (first, last) else string.digits)
+        scale = 10.0 if attempt >= _DRAW_ATTEMPTS // 2 else 1.0
+        drawn = sign * float("".join(chars) + e + exponent) * scale
+        if (
+            math.isfinite(drawn)
+            and drawn != 0  # a subnormal's look-alike may round to nothing
+            and _far(value, drawn)
+            and abs(drawn - value) > min_distance
+        ):
+            return drawn
+    return None
+
+
+def _text_like(value: str, rng: random.Random) -> str | None:
+    if not value:
+        return "".join(rng.choice(string.ascii_lowercase) for _ in range(rng.randrange(1, 4)))
+    for _ in range(_DRAW_ATTEMPTS):
+        out = []
+        for ch in value:
+            if ch in string.ascii_lowercase or (ch.isalpha() and not ch.isupper()):
+                out.append(rng.choice(string.ascii_lowercase.replace(ch.lower(), "")))
+            elif ch.isalpha():
+                out.append(rng.choice(string.ascii_uppercase.replace(ch.upper(), "")))
+            elif ch.isdigit():
+                out.append(rng.choice(string.digits.replace(ch, "")))
+            else:
+                out.append(ch)
+        drawn = "".join(out)
+        if drawn == value:  # nothing but spaces and punctuation: change one of them
+            at = rng.randrange(len(value))
+            other = rng.choice(string.punctuation.replace(value[at], ""))
+            drawn = value[:at] + other + value[at + 1 :]
+        if _far(value, drawn):
+            return drawn
+    return None
+
+
+def _sequence_like(
+    value: list[Any] | tuple[Any, ...], rng: random.Random, pool: Pool, depth: int
+) -> Any:
+    kind = type(value)
+    if not value:
+        return kind([rng.randrange(1, 10)])
+    start = rng.randrange(len(value))
+    for offset in range(min(len(value), 8)):
+        at = (start + offset) % len(value)
+        drawn = draw_like(value[at], rng, pool, depth=depth + 1)
+        if drawn is not None:
+            items = list(value)
+            items[at] = drawn
+            return kind(items)
+    return None
+
+
+def _mapping_like(value: dict[Any, Any], rng: random.Random, pool: Pool, depth: int) -> Any:
+    if not value:
+        return {_text_like("key", rng): rng.randrange(1, 10)}
+    keys = list(value)
+    start = rng.randrange(len(keys))
+    for offset in range(min(len(keys), 8)):
+        key = keys[(start + offset) % len(keys)]
+        drawn = draw_like(value[key], rng, pool, depth=depth + 1)
+        if drawn is not None:
+            return {**value, key: drawn}
+    for offset in range(min(len(keys), 8)):
+        key = keys[(start + offset) % len(keys)]
+        new_key = draw_like(key, rng, depth=depth + 1) if type(key) in _SCALARS else None
+        if new_key is not None and new_key not in value:
+            changed = dict(value)
+            changed[new_key] = changed.pop(key)
+            return changed
+    return None
+
+
+def _set_like(value: set[Any] | frozenset[Any], rng: random.Random, depth: int) -> Any:
+    kind = type(value)
+    if not value:
+        return kind({rng.randrange(1, 10)})
+    items = list(value)
+    start = rng.randrange(len(items))
+    for offset in range(min(len(items), 8)):
+        item = items[(start + offset) % len(items)]
+        drawn = draw_like(item, rng, depth=depth + 1) if type(item) in _SCALARS else None
+        if drawn is not None and drawn not in value:
+            return kind((value - {item}) | {drawn})
+    return None
+
+
+# -- which values are the workspace's --------------------------------------------------
+
+_HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class made at run time, not by C code
+_COMPARISON_SLOTS = (
+    "__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__contains__",
+    "__add__", "__radd__", "__sub__", "__rsub__",
+)  # fmt: skip
+
+
+def _class_dict(cls: type) -> Mapping[str, Any]:
+    # Read through ``type`` itself: a metaclass of the workspace cannot answer instead.
+    namespace: Mapping[str, Any] = type.__dict__["__dict__"].__get__(cls)
+    return namespace
+
+
+def _mro(cls: type) -> tuple[type, ...]:
+    mro: tuple[type, ...] = type.__dict__["__mro__"].__get__(cls)
+    return mro
+
+
+def _module_name(cls: type) -> Any:
+    # The descriptor of ``type``: a static type's module is in its C name, not its dict.
+    return type.__dict__["__module__"].__get__(cls)
+
+
+def _qualname(cls: type) -> str:
+    name: str = type.__dict__["__qualname__"].__get__(cls)
+    return name
+
+
+def _lookup(cls: type, name: str) -> Any:
+    for klass in _mro(cls):
+        namespace = _class_dict(klass)
+        if name in namespace:
+            return namespace[name]
+    return None
+
+
+def _builtin_base(cls: type) -> type | None:
+    """The builtin type ``cls`` strictly derives from, if any (read from its real MRO)."""
+    base = next((b for b in _BUILTIN_BASES if type.__subclasscheck__(b, cls)), None)
+    return None if base is cls else base
+
+
+def type_name(cls: type) -> str:
+    """``module.Qualname`` of a class, read without running any of its code."""
+    module = _module_name(cls)
+    qualname = _qualname(cls)
+    return f"{module}.{qualname}" if isinstance(module, str) else qualname
+
+
+class WorkspaceTypes:
+    """Whether a value is the workspace's: its class, or one of its MRO, came from there.
+
+    A class is the workspace's when the module it names was loaded from a file under
+    one of ``roots`` (the workspace copy), or when that module is not loaded, or is
+    neither a file nor part of the standard library.  A class of a trusted module that
+    this module does not hold under its qualified name -- local to a function, made at
+    run time (a ``Mock``'s subclass of its own), or a workspace class borrowing a
+    trusted module's name -- is the workspace's when a function it defines was
+    compiled from a file under ``roots``.  A builtin subclass that overrides a comparison in Python
+    is probed whatever its origin: that its equality differs from its base value's is
+    legitimate, and a reason to look, never a verdict.  Answers are kept per class.
+    """
+
+    def __init__(self, roots: Sequence[str]) -> None:
+        self._roots = tuple(os.path.join(os.path.realpath(root), "") for root in roots)
+        self._known: dict[int, tuple[type, bool]] = {}
+
+    def __call__(self, value: Any) -> bool:
+        cls = type(value)
+        known = self._known.get(id(cls))
+        if known is not None and known[0] is cls:
+            return known[1]
+        answer = self.decide(cls)
+        self._known[id(cls)] = (cls, answer)
+        return answer
+
+    def decide(self, cls: type) -> bool:
+        """The answer for one class, uncached."""
+        for klass in _mro(cls):
+            if klass is object or klass in _BUILTIN_BASES:
+                continue
+            if self._foreign(klass):
+                return True
+        if _builtin_base(cls) is None:
+            return False
+        return any(
+            isinstance(_lookup(cls, name), types.FunctionType) for name in _COMPARISON_SLOTS
+        )
+
+    def _in_workspace(self, path: str) -> bool:
+        return os.path.realpath(path).startswith(self._roots)
+
+    def _foreign(self, klass: type) -> bool:
+        module_name = _module_name(klass)
+        if not isinstance(module_name, str):
+            return True
+        if module_name == "builtins" and not klass.__flags__ & _HEAPTYPE:
+            return False  # a type of the interpreter itself
+        module = sys.modules.get(module_name)
+        if not isinstance(module, types.ModuleType):
+            return True
+        namespace: dict[str, Any] = object.__getattribute__(module, "__dict__")
+        spec = namespace.get("__spec__")
+        origin = getattr(spec, "origin", None) if spec is not None else namespace.get("__file__")
+        if isinstance(origin, str) and os.path.isabs(origin):
+            if self._in_workspace(origin):
+                return True
+        elif module_name.partition(".")[0] not in sys.stdlib_module_names:
+            return True
+        found: Any = module
+        for part in _qualname(klass).split("."):
+            holder = namespace if found is module else _class_dict(found)
+            found = holder.get(part)
+            if not isinstance(found, type):
+                break
+        if found is klass:
+            return False
+        # Local, made at run time (a Mock's own subclass), or borrowing the name:
+        # the workspace's when a function it defines was compiled from its files.
+        return any(
+            self._in_workspace(value.__code__.co_filename)
+            for value in _class_dict(klass).values()
+            if isinstance(value, types.FunctionType)
+        )
+
+
+def opaque_probe(*, crossing: bool = False) -> Callable[[], Any]:
+    """Makes fresh instances of a class made for this run, which no honest value knows.
+
+    ``crossing``: the instances are callable (a callable is what process isolation
+    lets cross to the subject, as a reference it can only call).
+    """
+    rng = random.Random()
+    name = rng.choice(("Token", "Marker", "Entry", "Record", "Item", "Value", "Node"))
+    namespace: dict[str, Any] = {"__slots__": (), "__module__": "__main__"}
+    if crossing:
+        namespace["__call__"] = lambda self, *args, **kwargs: None
+    return type(name, (), namespace)
+
+
+# -- comparisons with probes ---------------------------------------------------------
+
+
+def _claims(result: Any) -> bool:
+    """Whether an operator's answer claims the relation: True, or a non-zero int."""
+    return result is True or (type(result) is int and result != 0)
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # a repr of the code under test may raise anything
+        return "<unrepresentable>"
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _plain_number(value: Any) -> bool:
+    return type(value) in (int, float) and math.isfinite(value)
+
+
+class Comparisons:
+    """``a op b`` for the hidden tests, probing every workspace value it involves.
+
+    ``workspace_like(value)`` says which operands are targets; ``opaque()`` makes a
+    fresh opaque probe; ``report(detail)`` is told every lie before the comparison
+    raises :class:`ProbeError` (so the test fails, naming it).  ``pool`` holds literals
+    of the hidden tests by shape, for look-alikes.
+    """
+
+    def __init__(
+        self,
+        report: Callable[[str], None],
+        *,
+        workspace_like: Callable[[Any], bool],
+        opaque: Callable[[], Any],
+        rng: random.Random | None = None,
+    ) -> None:
+        self._report = report
+        self._workspace_like = workspace_like
+        self._opaque = opaque
+        self._rng = rng if rng is not None else random.Random()
+        self.pool: dict[Any, list[Any]] = {}
+        # The unittest assertions nest (assertEqual calls assertListEqual): outermost only.
+        self.depth = 0
+
+    def early(self) -> bool:
+        """Even odds: probe before the comparison (else after it, if it held)."""
+        return self._rng.random() < 0.5
+
+    def compare(self, op: str, left: Any, right: Any) -> Any:
+        """What ``left op right`` gives; :class:`ProbeError` where a target lied."""
+        __tracebackhide__ = True
+        if type(left) in _SCALARS and type(right) in _SCALARS:
+            return _OPERATORS[op](left, right)
+        targets = self.targets(left, right)
+        if not targets:
+            return _OPERATORS[op](left, right)
+        early = self.early()
+        if early:
+            self._probe(op, left, right, targets, blind=True, claimed=False)
+        result = _OPERATORS[op](left, right)
+        if _claims(result):
+            self._probe(op, left, right, targets, blind=not early, claimed=True)
+        return result
+
+    def arith(self, op: str, left: Any, right: Any) -> Any:
+        """What ``left op right`` (``+`` or ``-``) gives; a target computing a lie is named."""
+        __tracebackhide__ = True
+        if type(left) in _SCALARS and type(right) in _SCALARS:
+            return _ARITHMETIC[op](left, right)
+        targets = [
+            (side, value)
+            for side, value in ((0, left), (1, right))
+            if type(value) not in _SCALARS
+            and type(value) not in _CONTAINERS
+            and self._is_target(value)
+        ]
+        if not targets:
+            return _ARITHMETIC[op](left, right)
+        early = self.early()
+        if early:
+            self._probe_arith(op, left, right, targets)
+        result = _ARITHMETIC[op](left, right)
+        if not early:
+            self._probe_arith(op, left, right, targets, result)
+        return result
+
+    def held(self, op: str, left: Any, right: Any, *, blind: bool, claimed: bool) -> None:
+        """Probe a comparison made elsewhere (a unittest assertion; ``~``: almost equal).
+
+        ``blind``: the probes that need no answer (a fresh object, an ordering against
+        a look-alike and its complement); ``claimed``: the comparison held, so those
+        that need it too (equal to a look-alike as well).
+        """
+        __tracebackhide__ = True
+        targets = self.targets(left, right)
+        if not targets:
+            return
+        self._probe("==" if op == "~" else op, left, right, targets, blind=blind, claimed=claimed)
+        if op == "~" and blind:
+            self._probe_arith("-", left, right, [t for t in targets if t[0] < 2])
+
+    # -- targets ------------------------------------------------------------------------
+
+    def _is_target(self, value: Any) -> bool:
+        try:
+            return bool(self._workspace_like(value))
+        except Exception:  # a class that breaks introspection is looked at
+            return True
+
+    def targets(self, left: Any, right: Any) -> list[tuple[int, Any]]:
+        """The workspace values among the operands: (0 left, 1 right, 2 inside one), value."""
+        found: list[tuple[int, Any]] = []
+        budget = [SCAN_BUDGET]
+        for side, value in ((0, left), (1, right)):
+            kind = type(value)
+            if kind in _SCALARS:
+                continue
+            if kind in _CONTAINERS:
+                self._scan(value, found, budget)
+            elif self._is_target(value):
+                found.append((side, value))
+        return found[:MAX_TARGETS]
+
+    def _scan(self, value: Any, found: list[tuple[int, Any]], budget: list[int]) -> None:
+        stack = [(value, 0)]
+        while stack and len(found) < MAX_TARGETS and budget[0] > 0:
+            item, depth = stack.pop()
+            groups = (dict.keys(item), dict.values(item)) if type(item) is dict else (item,)
+            for group in groups:
+                budget[0] -= len(group)
+                if set(map(type, group)) <= _SCALARS:  # C speed: most containers end here
+                    continue
+                for child in group:
+                    kind = type(child)
+                    if kind in _SCALARS:
+                        continue
+                    if kind in _CONTAINERS:
+                        if depth < SCAN_DEPTH:
+                            stack.append((child, depth + 1))
+                    elif self._is_target(child):
+                        found.append((2, child))
+                        if len(found) >= MAX_TARGETS:
+                            return
+
+    # -- probing ------------------------------------------------------------------------
+
+    def _holds(self, op: str, side: int, target: Any, probe: Any) -> bool:
+        left, right = (probe, target) if side == 1 else (target, probe)
+        try:
+            return _claims(_OPERATORS[op](left, right))
+        except Exception:  # refusing to compare is honest
+            return False
+
+    def _lie(
+        self, op: str, side: int, target: Any, other: Any, *, blind: bool, claimed: bool
+    ) -> str | None:
+        who = "a value inside a result" if side == 2 else "a result"
+        name = type_name(type(target))
+        opaque = self._opaque()
+        if blind and self._holds("==", side, target, opaque):
+            return (
+                f"{who} of type {name} claims == a fresh object made for this run,"
+                " which no honest value equals"
+            )
+        if side == 2:
+            return None
+        if blind and op in ("in", "not in") and side == 1:
+            # Membership is probed only for a builtin container's subclass: an honest
+            # container of its own may contain everything (a complement set).
+            base = _builtin_base(type(target))
+            if base is not None and self._holds("in", 1, target, opaque):
+                return (
+                    f"{who} of type {name} (a {base.__name__} subclass) claims to contain a"
+                    " fresh object made for this run"
+                )
+        if claimed and op == "==":
+            # Only once ``target == other`` held: an honest value equal to ``other``
+            # equals no look-alike of it (before, the look-alike might be its value).
+            twin = draw_like(other, self._rng, self.pool)
+            if twin is not None and self._holds("==", side, target, twin):
+                return f"{who} of type {name} claims == {_short(other)} and == {_short(twin)}"
+        complement = _COMPLEMENT.get(op)
+        if blind and complement is not None:
+            if self._holds(op, side, target, opaque):
+                return (
+                    f"{who} of type {name} claims {op} a fresh object made for this run,"
+                    " which has no order"
+                )
+            twin = draw_like(other, self._rng, self.pool)
+            if (
+                twin is not None
+                and self._holds(op, side, target, twin)
+                and self._holds(complement, side, target, twin)
+            ):
+                shown = _short(twin)
+                return f"{who} of type {name} claims both {op} {shown} and {complement} {shown}"
+        return None
+
+    def _probe(
+        self,
+        op: str,
+        left: Any,
+        right: Any,
+        targets: list[tuple[int, Any]],
+        *,
+        blind: bool,
+        claimed: bool,
+    ) -> None:
+        __tracebackhide__ = True
+        for side, target in targets:
+            other = right if side == 0 else left
+            detail = self._lie(op, side, target, other, blind=blind, claimed=claimed)
+            if detail is not None:
+                self._report(detail)
+                raise ProbeError(detail)
+
+    def _computes(self, op: str, side: int, target: Any, probe: Any) -> Any:
+        left, right = (probe, target) if side == 1 else (target, probe)
+        try:
+            return _ARITHMETIC[op](left, right)
+        except Exception:  # refusing to compute is honest
+            return None
+
+    def _arith_lie(self, op: str, side: int, target: Any, other: Any, result: Any) -> str | None:
+        name = type_name(type(target))
+        computed = self._computes(op, side, target, self._opaque())
+        if type(computed) in (int, float, complex):
+            shown = f"w {op} a fresh object" if side == 0 else f"a fresh object {op} w"
+            return (
+                f"a result of type {name} computed {_short(computed)} as {shown} made for this"
+                " run, which no honest value can compute with"
+            )
+        if not _plain_number(other):
+            return None
+        twin = draw_like(other, self._rng, self.pool)
+        if twin is None:
+            return None
+        first = result if result is not None else self._computes(op, side, target, other)
+        second = self._computes(op, side, target, twin)
+        if not (_plain_number(first) and _plain_number(second)) or first != second:
+            return None
+        scale = 2 * max(abs(first), abs(other), abs(twin), 1e-300)
+        if type(first) is float and abs(other - twin) <= 8 * math.ulp(scale):
+            return None  # rounding may join them
+        one, two = (
+            f"w {op} {_short(v)}" if side == 0 else f"{_short(v)} {op} w" for v in (other, twin)
+        )
+        return f"a result of type {name} gives {_short(first)} for both {one} and {two}"
+
+    def _probe_arith(
+        self,
+        op: str,
+        left: Any,
+        right: Any,
+        targets: list[tuple[int, Any]],
+        result: Any = None,
+    ) -> None:
+        __tracebackhide__ = True
+        for side, target in targets:
+            detail = self._arith_lie(op, side, target, right if side == 0 else left, result)
+            if detail is not None:
+                self._report(detail)
+                raise ProbeError(detail)
+
+
+# -- where the hidden tests compare ----------------------------------------------------
+
+_COMPARE_MODULE = "_ldd_compare"
+_COMPARE_ALIAS = "@ldd_compare"
+
+
+class _Rewriter(ast.NodeTransformer):
+    """``a op b`` -> ``@ldd_compare.compare("op", a, b)``; ``a + b`` -> ``...arith("+", a, b)``.
+
+    Single comparisons only (a chain, ``is`` and ``is not`` are left alone); the
+    literals met on the way join the look-alike pool.
+    """
+
+    def __init__(self, pool: dict[Any, list[Any]]) -> None:
+        self.pool = pool
+        self.pooled = sum(map(len, pool.values()))
+
+    def _call(
+        self, method: str, symbol: str, left: ast.expr, right: ast.expr, at: ast.AST
+    ) -> ast.AST:
+        name = ast.copy_location(ast.Name(_COMPARE_ALIAS, ast.Load()), at)
+        func = ast.copy_location(ast.Attribute(value=name, attr=method, ctx=ast.Load()), at)
+        op = ast.copy_location(ast.Constant(symbol), at)
+        return ast.copy_location(ast.Call(func=func, args=[op, left, right], keywords=[]), at)
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        if self.pooled < _POOL_SIZE:
+            shape = shape_of(node.value)
+            if shape is not None:
+                kept = self.pool.setdefault(shape, [])
+                if len(kept) < _POOL_PER_SHAPE and node.value not in kept:
+                    kept.append(node.value)
+                    self.pooled += 1
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        if len(node.ops) != 1 or type(node.ops[0]) not in _AST_COMPARE:
+            return node
+        right = node.comparators[0]
+        if (  # pytest's own "name in @py_builtins.locals()" checks
+            isinstance(node.left, ast.Constant)
+            and isinstance(right, ast.Call)
+            and isinstance(right.func, ast.Attribute)
+            and isinstance(right.func.value, ast.Name)
+            and right.func.value.id.startswith("@py")
+        ):
+            return node
+        return self._call("compare", _AST_COMPARE[type(node.ops[0])], node.left, right, node)
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        symbol = _AST_ARITHMETIC.get(type(node.op))
+        if symbol is None:
+            return node
+        return self._call("arith", symbol, node.left, node.right, node)
+
+
+# unittest's assertions compare inside unittest's own code: they are probed once they held.
+_UNITTEST = {
+    "assertEqual": "==", "assertListEqual": "==", "assertTupleEqual": "==",
+    "assertDictEqual": "==", "assertSetEqual": "==", "assertSequenceEqual": "==",
+    "assertMultiLineEqual": "==", "assertCountEqual": "==", "assertNotEqual": "!=",
+    "assertGreater": ">", "assertGreaterEqual": ">=", "assertLess": "<",
+    "assertLessEqual": "<=", "assertIn": "in", "assertNotIn": "not in",
+    "assertAlmostEqual": "~", "assertNotAlmostEqual": "!=",
+}  # fmt: skip
+__unittest = True  # unittest leaves this module's frames out of its tracebacks
+
+
+def _probed(original: Callable[..., Any], op: str, comparisons: Comparisons) -> Callable[..., Any]:
+    def assertion(self: Any, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True
+        if comparisons.depth or len(args) < 2:
+            return original(self, *args, **kwargs)
+        early = comparisons.early()
+        comparisons.depth += 1
+        try:
+            if early:
+                comparisons.held(op, args[0], args[1], blind=True, claimed=False)
+            outcome = original(self, *args, **kwargs)
+            comparisons.held(op, args[0], args[1], blind=not early, claimed=True)
+        finally:
+            comparisons.depth -= 1
+        return outcome
+
+    assertion.__name__ = original.__name__
+    assertion.__qualname__ = original.__qualname__
+    assertion.__doc__ = original.__doc__
+    return assertion
+
+
+def guard_comparisons(
+    suite: str,
+    report: Callable[[str], None],
+    *,
+    workspace_like: Callable[[Any], bool],
+    opaque: Callable[[], Any],
+) -> Comparisons:
+    """Route the hidden test files' comparisons, and unittest's, through :class:`Comparisons`.
+
+    The files are those under ``suite`` that pytest rewrites; the rewriting runs after
+    pytest's own, so its explanation of a failing assertion is unchanged.
+    """
+    from _pytest.assertion import rewrite
+
+    comparisons = Comparisons(report, workspace_like=workspace_like, opaque=opaque)
+    module = types.ModuleType(_COMPARE_MODULE)
+    module.compare = comparisons.compare  # type: ignore[attr-defined]
+    module.arith = comparisons.arith  # type: ignore[attr-defined]
+    sys.modules[_COMPARE_MODULE] = module
+    original = rewrite.rewrite_asserts
+    prefix = os.path.join(os.path.realpath(suite), "")
+
+    def rewrite_asserts(
+        mod: ast.Module, source: bytes, module_path: Any = None, config: Any = None
+    ) -> None:
+        original(mod, source, module_path, config)
+        if module_path is None or not os.path.realpath(str(module_path)).startswith(prefix):
+            return
+        position = 0
+        for index, node in enumerate(mod.body):
+            if isinstance(node, ast.Import) and any(
+                a.asname == "@py_builtins" for a in node.names
+            ):
+                position = index + 1
+                break
+        else:
+            return  # nothing was rewritten (PYTEST_DONT_REWRITE): leave the module alone
+        _Rewriter(comparisons.pool).visit(mod)
+        line = getattr(mod.body[position - 1], "lineno", 1)
+        at = {"lineno": line, "col_offset": 0, "end_lineno": line, "end_col_offset": 0}
+        alias = ast.alias(_COMPARE_MODULE, _COMPARE_ALIAS, **at)
+        mod.body.insert(position, ast.Import([alias], **at))
+
+    rewrite.rewrite_asserts = rewrite_asserts
+    import unittest
+
+    case = unittest.TestCase
+    for name, op in _UNITTEST.items():
+        method = case.__dict__.get(name)
+        if callable(method):
+            setattr(case, name, _probed(method, op, comparisons))
+    return comparisons

@@ -1,0 +1,616 @@
+"""Tests of pytest_ldd._sandbox.probes: look-alike values, which values are the
+workspace's, and comparisons that probe them (lies are proof, honest code is never
+accused), in unit form and through a real in-process run.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import enum
+import fractions
+import math
+import random
+import string
+import sys
+import types
+import unittest
+from pathlib import Path
+from typing import Any
+from unittest import mock
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from sandbox_support import write_tree
+
+from pytest_ldd._sandbox import probes
+from pytest_ldd._sandbox.probes import Comparisons, ProbeError, WorkspaceTypes, draw_like
+from pytest_ldd.sandbox import run_hidden_tests
+
+# -- look-alike values ---------------------------------------------------------------------
+
+
+def _digits(value: int) -> tuple[bool, int, int]:
+    text = str(abs(value))
+    return value < 0, len(text), len(text) - len(text.rstrip("0"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.integers(-(10**30), 10**30), seed=st.integers(0, 2**32))
+def test_an_int_look_alike_keeps_sign_digits_and_roundness(value: int, seed: int) -> None:
+    drawn = draw_like(value, random.Random(seed))
+    assert type(drawn) is int
+    assert drawn != value
+    if value == 0:
+        assert 1 <= drawn <= 9
+    else:
+        assert _digits(drawn) == _digits(value)
+        assert abs(drawn - value) >= 0.1 * abs(value)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    value=st.floats(allow_nan=False, allow_infinity=False, min_value=-1e300, max_value=1e300),
+    seed=st.integers(0, 2**32),
+    tolerance=st.sampled_from([0.0, 1e-9, 0.5]),
+)
+def test_a_float_look_alike_keeps_sign_and_magnitude_beyond_a_tolerance(
+    value: float, seed: int, tolerance: float
+) -> None:
+    drawn = draw_like(value, random.Random(seed), min_distance=tolerance)
+    if drawn is None:  # no look-alike of its magnitude lies that far away
+        assert tolerance > abs(value)
+        return
+    assert type(drawn) is float
+    assert abs(drawn - value) > tolerance
+    if value != 0:
+        assert (drawn < 0) == (value < 0)
+        assert abs(drawn - value) >= 0.1 * abs(value)
+        assert abs(math.log10(abs(drawn)) - math.log10(abs(value))) <= 2.01
+
+
+def _classes(text: str) -> list[str]:
+    return [
+        "lower" if c in string.ascii_lowercase else
+        "upper" if c in string.ascii_uppercase else
+        "digit" if c in string.digits else c
+        for c in text
+    ]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.text(string.printable, min_size=1, max_size=30), seed=st.integers(0, 2**32))
+def test_a_text_look_alike_keeps_length_and_character_classes(value: str, seed: int) -> None:
+    drawn = draw_like(value, random.Random(seed))
+    assert type(drawn) is str
+    assert len(drawn) == len(value)
+    assert "".join(drawn.split()).casefold() != "".join(value.split()).casefold()
+    if any(c.isalnum() for c in value):
+        assert _classes(drawn) == _classes(value)
+        # every letter and digit changed, so no lenient equality joins the two
+        assert all(a != b for a, b in zip(drawn, value, strict=True) if b.isalnum())
+
+
+def test_a_look_alike_of_a_container_changes_one_element() -> None:
+    rng = random.Random(3)
+    for value in ([1, 2, 3], (1, "a"), {"k": 1, "j": 2}, {1, 2, 3}, frozenset({"x"}), [[1], [2]]):
+        drawn = draw_like(value, rng)
+        assert type(drawn) is type(value)
+        assert drawn != value
+        assert len(drawn) == len(value)
+    assert draw_like(True, rng) is False
+    assert draw_like([], rng) != []
+    for value in (None, float("nan"), object(), 1 + 2j):
+        assert draw_like(value, rng) is None
+
+
+def test_a_look_alike_often_comes_from_the_pool_of_the_tests_own_literals() -> None:
+    pool = {probes.shape_of(57): [57, 42, 44], probes.shape_of("red"): ["red", "tan", "Red"]}
+    drawn = {draw_like(42, random.Random(seed), pool) for seed in range(200)}
+    assert 57 in drawn  # borrowed
+    assert 44 not in drawn  # too near: within 10%
+    assert len(drawn) > 3  # and drawn afresh too
+    texts = {draw_like("red", random.Random(seed), pool) for seed in range(200)}
+    assert "tan" in texts
+    assert "Red" not in texts  # the same word, case aside
+
+
+# -- whose values ------------------------------------------------------------------------
+
+
+def _module(name: str, path: Path, source: str) -> types.ModuleType:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    module = types.ModuleType(name)
+    module.__file__ = str(path)
+    module.__spec__ = None
+    exec(compile(source, str(path), "exec"), module.__dict__)
+    sys.modules[name] = module
+    return module
+
+
+@pytest.fixture
+def workspace(tmp_path: Path) -> Any:
+    module = _module(
+        "ldd_probe_ws",
+        tmp_path / "ws" / "ldd_probe_ws.py",
+        "import collections\n"
+        "class Thing:\n    pass\n"
+        "class Sub(collections.OrderedDict):\n    pass\n"
+        "Point = collections.namedtuple('Point', 'x y')\n"
+        "class Spoof:\n    def __eq__(self, other):\n        return True\n"
+        "Spoof.__module__ = 'collections'\n"
+        "Spoof.__qualname__ = 'OrderedDict'\n",
+    )
+    yield module, tmp_path / "ws"
+    del sys.modules["ldd_probe_ws"]
+
+
+def test_values_of_classes_the_workspace_defined_are_its_own(workspace: Any) -> None:
+    module, root = workspace
+    mine = WorkspaceTypes([str(root)])
+    assert mine(module.Thing())
+    assert mine(module.Sub())  # a subclass of a trusted class
+    assert mine(module.Point(1, 2))  # made by a trusted factory, for the workspace
+    assert mine(module.Spoof())  # a trusted module's name, but code of the workspace
+
+
+class _LocalAlwaysEqual:
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_values_of_trusted_code_are_not_probed(workspace: Any) -> None:
+    _, root = workspace
+    mine = WorkspaceTypes([str(root)])
+
+    class Local:
+        pass
+
+    for value in (
+        1, "a", [1], {1: 2}, mock.ANY, pytest.approx(1.0), collections.OrderedDict(),
+        fractions.Fraction(1, 3), _LocalAlwaysEqual(), Local(), mock.Mock(), Path("."),
+    ):  # fmt: skip
+        assert not mine(value), value
+
+
+def test_a_builtin_subclass_with_its_own_comparison_is_probed_whatever_its_origin() -> None:
+    class Loud(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    class Quiet(int):
+        pass
+
+    mine = WorkspaceTypes(["/nowhere"])
+    assert mine(Loud(1))
+    assert not mine(Quiet(1))
+
+
+# -- comparisons -----------------------------------------------------------------------------
+
+
+def _comparisons(
+    targets: tuple[type, ...] = (), seed: int = 0, crossing: bool = False
+) -> tuple[Comparisons, list[str]]:
+    reported: list[str] = []
+    comparisons = Comparisons(
+        reported.append,
+        workspace_like=lambda value: isinstance(value, targets),
+        opaque=probes.opaque_probe(crossing=crossing),
+        rng=random.Random(seed),
+    )
+    return comparisons, reported
+
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=3),
+    lambda inner: st.lists(inner, max_size=3) | st.tuples(inner, inner),
+    max_leaves=6,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(left=_VALUES, right=_VALUES, op=st.sampled_from(["==", "!=", "<", "<=", ">", ">="]))
+def test_compare_is_the_operator_itself_for_builtin_values(
+    left: object, right: object, op: str
+) -> None:
+    compare = _comparisons()[0].compare
+    try:
+        want = probes._OPERATORS[op](left, right)
+    except TypeError:
+        with pytest.raises(TypeError):
+            compare(op, left, right)
+        return
+    assert compare(op, left, right) == want
+
+
+class Always:
+    """A result equal to everything, ordered before and after everything."""
+
+    def __eq__(self, other: object) -> bool:
+        return True
+
+    def __ne__(self, other: object) -> bool:
+        return True
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+    def __sub__(self, other: object) -> int:
+        return 0
+
+    __rsub__ = __sub__
+    __hash__ = None  # type: ignore[assignment]
+
+
+class OnlyInts:
+    """Says yes to ints only: it knows what an honest comparison is compared with."""
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is int
+
+    def __gt__(self, other: object) -> bool:
+        return type(other) is int
+
+    __lt__ = __ge__ = __le__ = __gt__
+
+    def __sub__(self, other: object) -> Any:
+        if type(other) in (int, float):
+            return 0.0
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Ordered:
+    """Honest equality, but before and after everything."""
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+    __gt__ = __le__ = __ge__ = __lt__
+
+
+class SmallOnly:
+    """Equal to every number below 100 (the expected values of a small task)."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, int) and other < 100
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class HonestFirst:
+    """Answers its first comparison honestly (it is 3), then says yes to everything."""
+
+    def __init__(self) -> None:
+        self.asked = 0
+
+    def __eq__(self, other: object) -> bool:
+        self.asked += 1
+        return other == 3 if self.asked == 1 else True
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+LIES = [
+    ("==", Always, 5, "claims == a fresh object"),
+    ("==", OnlyInts, 42, "claims == 42 and =="),
+    ("!=", Always, 5, "claims == a fresh object"),
+    ("<", Ordered, 5, "claims < a fresh object"),
+    (">=", Ordered, 5, "claims >= a fresh object"),
+    (">", OnlyInts, 0, "claims both > "),
+    ("in", Always, [1, 2], "claims == a fresh object"),
+]
+
+
+@pytest.mark.parametrize(("op", "liar", "other", "fragment"), LIES)
+def test_a_lie_is_caught_on_either_side_and_reported(
+    op: str, liar: type, other: object, fragment: str
+) -> None:
+    for seed in range(8):  # probing before and after, on both sides
+        comparisons, reported = _comparisons((Always, OnlyInts, Ordered), seed)
+        pairs = [(liar(), other)] + ([] if op == "in" else [(other, liar())])
+        for left, right in pairs:
+            with pytest.raises(ProbeError, match=fragment) as caught:
+                comparisons.compare(op, left, right)
+            assert reported[-1] == str(caught.value)
+            assert f"of type {__name__}.{liar.__name__}" in reported[-1]
+
+
+class Holder(list):  # type: ignore[type-arg]
+    """A list that claims to contain anything."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+def test_a_builtin_container_claiming_to_hold_anything_is_caught() -> None:
+    for seed in range(4):
+        comparisons, reported = _comparisons((Holder,), seed)
+        with pytest.raises(ProbeError, match=r"\(a list subclass\) claims to contain a fresh"):
+            comparisons.compare("in", 3, Holder([1]))
+        assert comparisons.compare("in", 3, Everything())  # a container of its own: not asked
+        assert len(reported) == 1
+
+
+def test_a_comparison_that_does_not_hold_never_accuses() -> None:
+    """A twin compares an honest value with a perturbed one: its look-alike may be the value."""
+    for seed in range(60):
+        comparisons, reported = _comparisons((Color, Money), seed)
+        for other in range(2, 10):
+            assert comparisons.compare("==", Color.RED, other) is False
+        assert comparisons.compare("==", Money(100), 7) is False
+        assert reported == []
+
+
+def test_a_lie_inside_a_plain_container_is_caught() -> None:
+    comparisons, reported = _comparisons((Always,))
+    with pytest.raises(ProbeError, match="a value inside a result of type"):
+        comparisons.compare("==", [1, {"k": (Always(),)}], [1, {"k": (9,)}])
+    assert len(reported) == 1
+
+
+def test_a_lie_about_small_numbers_only_is_caught_by_look_alikes() -> None:
+    caught: list[str] = []
+    for seed in range(40):
+        comparisons, reported = _comparisons((SmallOnly,), seed)
+        try:
+            comparisons.compare("==", SmallOnly(), 42)
+        except ProbeError:
+            caught += reported
+    assert len(caught) == 40  # a look-alike of 42 has two digits: below 100 too
+    assert all("claims == 42 and ==" in detail for detail in caught)
+
+
+def test_an_object_honest_once_and_lying_after_is_caught() -> None:
+    comparisons, reported = _comparisons((HonestFirst,), seed=1)
+    result = HonestFirst()
+    with pytest.raises(ProbeError):  # noqa: PT012 -- which comparison lies is the point
+        for expected in (3, 3, 3):
+            comparisons.compare("==", result, expected)
+    assert len(reported) == 1
+
+
+def test_subtraction_that_computes_with_anything_is_caught() -> None:
+    for liar, fragment in (
+        (Always, "computed 0 as w - a fresh object"),
+        (OnlyInts, "gives 0.0 for both"),
+    ):
+        for seed in range(6):
+            comparisons, reported = _comparisons((Always, OnlyInts), seed)
+            with pytest.raises(ProbeError, match=fragment):
+                comparisons.arith("-", liar(), 3.25)
+            assert reported
+    comparisons, reported = _comparisons((Always,))
+    with pytest.raises(ProbeError):
+        comparisons.arith("-", 3.25, Always())  # reflected
+    assert comparisons.arith("-", 7, 2) == 5
+    assert comparisons.arith("+", "a", "b") == "ab"
+
+
+@dataclasses.dataclass
+class Point:
+    x: int
+    y: int
+
+
+class Color(enum.IntEnum):
+    RED = 1
+
+
+class Traced(tuple):  # type: ignore[type-arg]
+    """A tuple that is equal to the tuple it traces, whatever its own contents."""
+
+    def __new__(cls, target: tuple[Any, ...]) -> Traced:
+        made = super().__new__(cls)
+        made.target = target  # type: ignore[attr-defined]
+        return made
+
+    def __eq__(self, other: object) -> bool:
+        return self.target == other  # type: ignore[attr-defined,no-any-return]
+
+    __hash__ = tuple.__hash__
+
+
+class Multi(dict):  # type: ignore[type-arg]
+    """A dict whose equality compares the last value of each key's list."""
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, dict) or len(other) != len(self):
+            return False
+        return all(other.get(k) == v[-1] for k, v in self.items())
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Everything:
+    """An honest complement set: it contains whatever it was not told to exclude."""
+
+    def __contains__(self, item: object) -> bool:
+        return True
+
+
+class Expression:
+    """A query-builder column: comparing it builds an expression (truthy), never a bool."""
+
+    def __eq__(self, other: object) -> Any:
+        return ("==", other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class Money:
+    def __init__(self, cents: int) -> None:
+        self.cents = cents
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Money):
+            return self.cents == other.cents
+        if isinstance(other, (int, float)):
+            return abs(self.cents / 100 - other) < 0.005
+        return NotImplemented
+
+    def __sub__(self, other: object) -> Any:
+        if isinstance(other, (int, float)):
+            return self.cents / 100 - other
+        return NotImplemented
+
+    def __lt__(self, other: object) -> Any:
+        if isinstance(other, (int, float)):
+            return self.cents / 100 < other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+HONEST = [
+    ("==", Point(1, 2), Point(1, 2)),
+    ("==", Color.RED, 1),
+    ("==", Traced((1, 2, 3)), (1, 2, 3)),
+    ("==", (1, 2, 3), Traced((1, 2, 3))),
+    ("==", Multi(a=[1, 2]), {"a": 2}),
+    ("!=", Multi(a=[1, 2]), {"a": 1}),
+    ("in", 5, Everything()),
+    ("==", Expression(), 5),
+    ("==", Money(150), 1.5),
+    ("<", Money(150), 2),
+    ("==", Money(150), mock.ANY),
+    ("==", Money(150), pytest.approx(1.5)),
+    ("==", [Money(100), 2], [1, 2]),
+    ("==", collections.Counter(a=1), collections.Counter(a=1, b=0)),
+    ("==", fractions.Fraction(3, 3), 1),
+]
+
+
+@pytest.mark.parametrize(("op", "left", "right"), HONEST, ids=lambda v: type(v).__name__)
+def test_honest_values_with_an_equality_of_their_own_are_never_accused(
+    op: str, left: object, right: object
+) -> None:
+    targets = (Point, Color, Traced, Multi, Everything, Expression, Money, collections.Counter)
+    for seed in range(10):
+        comparisons, reported = _comparisons(targets, seed)
+        assert comparisons.compare(op, left, right)
+        assert reported == []
+    assert comparisons.arith("-", Money(150), 1.5) == 0.0
+
+
+def test_a_probe_that_raises_is_no_claim_and_process_probes_are_callable() -> None:
+    class Strict:
+        def __eq__(self, other: object) -> bool:
+            if type(other) is not int:
+                raise TypeError("ints only")
+            return other == 4
+
+        __hash__ = None  # type: ignore[assignment]
+
+    comparisons, reported = _comparisons((Strict,))
+    assert comparisons.compare("==", Strict(), 4) is True
+    assert reported == []
+    assert callable(probes.opaque_probe(crossing=True)())
+    assert not callable(probes.opaque_probe()())
+
+
+# -- unittest's assertions -------------------------------------------------------------------
+
+
+@pytest.fixture
+def guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """unittest's assertions probed, as the runner probes them; undone afterwards."""
+    for name in probes._UNITTEST:
+        if name in unittest.TestCase.__dict__:
+            monkeypatch.setattr(unittest.TestCase, name, unittest.TestCase.__dict__[name])
+    from _pytest.assertion import rewrite
+
+    monkeypatch.setattr(rewrite, "rewrite_asserts", rewrite.rewrite_asserts)
+    monkeypatch.delitem(sys.modules, "_ldd_compare", raising=False)
+    reported: list[str] = []
+    probes.guard_comparisons(
+        str(tmp_path / "suite"),
+        reported.append,
+        workspace_like=lambda value: isinstance(value, (Always, OnlyInts, Money)),
+        opaque=probes.opaque_probe(),
+    )
+    return reported
+
+
+@pytest.mark.parametrize(
+    ("method", "args"),
+    [
+        ("assertEqual", (Always(), 5)),
+        ("assertListEqual", ([Always()], [5])),
+        ("assertSequenceEqual", ([Always(), 1], [7, 1])),
+        ("assertAlmostEqual", (Always(), 2.5)),
+        ("assertGreater", (Always(), 3)),
+        ("assertLessEqual", (OnlyInts(), 3)),
+        ("assertCountEqual", ([Always()], [4])),
+        ("assertNotEqual", (Always(), 5)),
+    ],
+)
+def test_unittests_assertions_are_probed_once_they_held(
+    guarded: list[str], method: str, args: tuple[object, ...]
+) -> None:
+    case = unittest.TestCase()
+    for _ in range(6):  # before or after, with even odds
+        with pytest.raises(ProbeError):
+            getattr(case, method)(*args)
+    assert len(guarded) == 6
+
+
+def test_unittests_assertions_keep_their_meaning_for_honest_values(guarded: list[str]) -> None:
+    case = unittest.TestCase()
+    for method, args in (
+        ("assertEqual", (Money(150), 1.5)),
+        ("assertAlmostEqual", (Money(150), 1.5, 2)),
+        ("assertLess", (Money(150), 2)),
+        ("assertEqual", ([1, 2], [1, 2])),
+    ):
+        for _ in range(4):
+            getattr(case, method)(*args)
+    with pytest.raises(AssertionError, match="5 != 6"):
+        getattr(case, "assertEqual")(5, 6)  # noqa: B009 -- the probed method, as tests call it
+    assert guarded == []
+
+
+# -- through a real run ----------------------------------------------------------------------
+
+
+def test_a_run_names_the_lie_and_keeps_pytests_explanation(tmp_path: Path) -> None:
+    workspace = write_tree(
+        tmp_path / "ws",
+        {
+            "calc.py": "def mul(a, b):\n    return a * b\n",
+            "liar.py": "class L(str):\n    def __eq__(self, o):\n        return True\n"
+            "    __hash__ = str.__hash__\n\n\ndef word():\n    return L('no')\n",
+        },
+    )
+    hidden = write_tree(
+        tmp_path / "cmp",
+        {
+            "test_cmp.py": "from calc import mul\nfrom liar import word\n\n\n"
+            "def check(candidate):\n    assert candidate(2, 3) == 7\n\n\n"
+            "def test_word():\n    assert word() == 'yes'\n\n\n"
+            "def test_helper():\n    check(mul)\n"
+        },
+    )
+    verdict = run_hidden_tests(workspace, hidden, isolation="inprocess")
+    assert verdict.tampered
+    assert not verdict.inconclusive
+    assert (
+        "a workspace value lied about a comparison in test_cmp.py::test_word: a result of type"
+        " liar.L claims == a fresh object made for this run" in verdict.reason
+    )
+    assert verdict.outcomes == {
+        "test_cmp.py::test_word": "failed",
+        "test_cmp.py::test_helper": "failed",
+    }
+    assert "assert 6 == 7" in verdict.output_tail  # pytest's own explanation, unchanged

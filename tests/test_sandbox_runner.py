@@ -1,0 +1,162 @@
+"""Tests of pytest_ldd._sandbox.runner's reporting plugin, run by a real pytest in a
+fresh interpreter: the line a failed test left its file at, a report pytest cannot
+format, an internal error raised by the runner's own code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from sandbox_support import write_tree
+
+# Runs pytest with the runner's Reporter on a folder; prints the records it sent.
+_DRIVER = """
+import json, sys
+import pytest
+from pytest_ldd._sandbox import runner
+
+records = []
+
+class Channel:
+    def send(self, kind, **fields):
+        records.append({"kind": kind, **fields})
+
+reporter = runner.Reporter(Channel(), [])
+if "--break-runner" in sys.argv:  # fails inside the runner's own hook
+    def broken(*args):
+        raise ValueError("the runner itself broke")
+    runner._phase_outcome = broken
+if "--break-elsewhere" in sys.argv:  # fails in a plugin that is not the runner
+    class Elsewhere:
+        def pytest_runtest_logfinish(self, nodeid):
+            raise ValueError("a plugin broke")
+    plugins = [reporter, Elsewhere()]
+else:
+    plugins = [reporter]
+code = pytest.main(["-q", "-p", "no:cacheprovider", "--tb=line", sys.argv[1]], plugins=plugins)
+print("RECORDS" + json.dumps({"code": int(code), "records": records}))
+"""
+
+
+def _run(folder: Path, *flags: str) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "PYTHON"))}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    done = subprocess.run(
+        [sys.executable, "-c", _DRIVER, str(folder), *flags],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    line = next((x for x in done.stdout.splitlines() if x.startswith("RECORDS")), None)
+    assert line is not None, done.stdout[-3000:] + done.stderr[-3000:]
+    found: dict[str, Any] = json.loads(line[len("RECORDS") :])
+    return found
+
+
+def _tests(records: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {r["id"].split("::", 1)[1]: r for r in records if r["kind"] == "test"}
+
+
+FAILING = """import unittest
+
+import pytest
+
+
+def check(value):
+    assert value == 2
+
+
+def test_plain():
+    x = 1
+    assert x == 2
+
+
+def test_in_helper():
+    check(1)
+
+
+def test_in_raises():
+    with pytest.raises(KeyError):
+        raise ValueError("not a key")
+
+
+def test_raises_not_raised():
+    with pytest.raises(KeyError):
+        pass
+
+
+def test_passes():
+    assert True
+
+
+class Cases(unittest.TestCase):
+    def test_equal(self):
+        self.assertEqual(1, 2)
+"""
+
+
+def test_a_failed_test_reports_the_line_of_its_file_where_it_failed(tmp_path: Path) -> None:
+    folder = write_tree(tmp_path / "t", {"test_lines.py": FAILING})
+    tests = _tests(_run(folder)["records"])
+    lines = {name: record.get("line") for name, record in tests.items()}
+    assert lines == {
+        "test_plain": 12,
+        "test_in_helper": 7,  # the helper's line: the innermost frame of the test file
+        "test_in_raises": 21,  # the exception escaped from that line of the block
+        "test_raises_not_raised": 25,  # raised leaving the ``with``: its own line
+        "test_passes": None,
+        "Cases::test_equal": 35,
+    }
+    assert {name: record["outcome"] for name, record in tests.items()} == {
+        **dict.fromkeys(lines, "failed"),
+        "test_passes": "passed",
+    }
+
+
+def test_a_report_pytest_cannot_format_is_a_plain_failure_not_an_internal_error(
+    tmp_path: Path,
+) -> None:
+    # An exception whose traceback formatting itself raises inside pytest: the
+    # exception's ``__str__`` raises SystemError (the shape of a CPython parser bug
+    # seen formatting a real suite's failure).
+    folder = write_tree(
+        tmp_path / "t",
+        {
+            "conftest.py": "import pytest\n\n\n"
+            "@pytest.hookimpl(wrapper=True)\n"
+            "def pytest_runtest_makereport(item, call):\n"
+            "    report = yield\n"
+            "    if call.when == 'call' and item.name == 'test_breaks':\n"
+            "        raise SystemError('AST constructor recursion depth mismatch')\n"
+            "    return report\n",
+            "test_report.py": "def test_breaks():\n    assert 1 == 2\n\n\n"
+            "def test_after():\n    assert True\n",
+        },
+    )
+    found = _run(folder)
+    assert found["code"] == 1  # not 3: the session went on
+    tests = _tests(found["records"])
+    assert tests["test_breaks"]["outcome"] == "failed"
+    assert tests["test_after"]["outcome"] == "passed"
+    assert not [r for r in found["records"] if r["kind"] == "internal_error"]
+
+
+def test_an_internal_error_names_whether_the_runner_raised_it(tmp_path: Path) -> None:
+    folder = write_tree(tmp_path / "t", {"test_ok.py": "def test_ok():\n    pass\n"})
+    for flag, text, grader in (
+        ("--break-runner", "the runner itself broke", True),
+        ("--break-elsewhere", "a plugin broke", False),
+    ):
+        found = _run(folder, flag)
+        assert found["code"] == 3
+        (error,) = [r for r in found["records"] if r["kind"] == "internal_error"]
+        assert text in error["detail"]
+        assert error["grader"] is grader

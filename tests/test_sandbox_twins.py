@@ -1,0 +1,499 @@
+"""Tests of pytest_ldd._sandbox.twins: which assertion a twin perturbs and how, that a
+correct workspace fails every twin at its check, that a lie passes it, and that twins
+never change what honest hidden tests do (state, ids, collection, the file's text).
+"""
+
+from __future__ import annotations
+
+import ast
+import random
+from pathlib import Path
+
+import pytest
+from sandbox_support import write_tree
+from staged_runs import run_staged, twin_report
+
+from pytest_ldd._sandbox.staging import HiddenSuite, stage_hidden
+from pytest_ldd._sandbox.twins import plant_twins
+
+CALC = """import math
+
+
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    if a is None or b is None:
+        raise TypeError("mul needs two numbers, got None")
+    return a * b
+
+
+def parse(text):
+    return int(text)
+
+
+_flag = [True]
+
+
+def set_flag(value):
+    _flag[0] = value
+
+
+def get_flag():
+    return _flag[0]
+
+
+def nothing():
+    return None
+
+
+def big():
+    return 1_000_000.0
+"""
+
+ALWAYS = """class A:
+    def __eq__(self, o):
+        return True
+    def __ne__(self, o):
+        return False
+    def __lt__(self, o):
+        return True
+    __le__ = __gt__ = __ge__ = __lt__
+    def __sub__(self, o):
+        return 0
+    __rsub__ = __sub__
+    def __contains__(self, o):
+        return True
+    def __float__(self):
+        return 0.0
+    __hash__ = object.__hash__
+
+
+def add(a, b):
+    if a is None or b is None:
+        raise TypeError("needs two numbers")
+    return A()
+
+
+mul = parse = add
+
+
+def set_flag(value):
+    pass
+
+
+def get_flag():
+    return A()
+
+
+def nothing():
+    return A()
+
+
+def big():
+    return A()
+"""
+
+
+def _stage(tmp_path: Path, source: str, seed: int = 0, name: str = "test_t.py") -> HiddenSuite:
+    src = write_tree(tmp_path / f"hidden{seed}", {name: source})
+    return stage_hidden(
+        src, tmp_path / f"staged{seed}", random.Random(seed), workspace_modules=frozenset({"calc"})
+    )
+
+
+@pytest.fixture
+def good(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "good", {"calc.py": CALC})
+
+
+@pytest.fixture
+def always(tmp_path: Path) -> Path:
+    return write_tree(tmp_path / "always", {"calc.py": ALWAYS})
+
+
+def _functions(suite: HiddenSuite, name: str = "test_t.py") -> dict[str, ast.FunctionDef]:
+    tree = ast.parse((suite.root / name).read_text(encoding="utf-8"))
+    found = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef):
+            found[node.name] = node
+    return found
+
+
+def _twin_of(suite: HiddenSuite, test: str) -> tuple[str, str]:
+    """The twin of ``test`` (its id) and what it changed."""
+    (twin,) = [t for t, of in suite.twins.items() if of.endswith(f"::{test}")]
+    return twin, suite.twin_changes[twin]
+
+
+# -- which assertion, and how ------------------------------------------------------------
+
+FIRST_NOT_INVOLVED = """import pytest
+from calc import mul
+
+
+def test_mul():
+    assert True, "a message"
+    assert callable(mul)
+    with pytest.raises(TypeError):
+        mul(None, 1)
+    assert isinstance(mul(2, 3), int)
+    assert len(str(mul(2, 3))) > 0
+    assert mul(2, 3) == 6
+"""
+
+
+def test_a_twin_perturbs_one_value_and_keeps_the_assertions_before_it(tmp_path: Path) -> None:
+    for seed in range(6):
+        suite = _stage(tmp_path, FIRST_NOT_INVOLVED, seed)
+        twin, change = _twin_of(suite, "test_mul")
+        assert change.startswith("6 -> "), change  # the one value the workspace computed
+        functions = _functions(suite)
+        original = functions["test_mul"].body
+        copy = functions[twin.split("::")[-1]].body
+        guard = copy[-1]
+        assert isinstance(guard, ast.Try)  # the check at the end, on every way out
+        kept = guard.body
+        assert [ast.dump(s) for s in kept[:-1]] == [ast.dump(s) for s in original[:-1]]
+        recorded = kept[-1]
+        assert isinstance(recorded, ast.Try)
+        assert isinstance(recorded.body[0], ast.Assert)  # still an assertion pytest rewrites
+
+
+def test_an_always_equal_result_after_assertions_not_involving_it_passes_its_twin(
+    tmp_path: Path, good: Path, always: Path
+) -> None:
+    suite = _stage(tmp_path, FIRST_NOT_INVOLVED.replace("isinstance(mul(2, 3), int)", "True"))
+    honest = twin_report(suite, run_staged(suite.root, good))
+    assert (len(honest.at_check), honest.passed, honest.elsewhere) == (1, [], [])
+    lying = twin_report(suite, run_staged(suite.root, always))
+    assert len(lying.passed) == 1
+
+
+KINDS = {
+    "equal": ("assert mul(6, 7) == 42", "42 -> "),
+    "list": ("assert [mul(1, 2), add(1, 1)] == [2, 2]", "2 -> "),
+    "dict": ("assert {'k': mul(1, 2)} == {'k': 2}", " -> "),
+    "approx": ("assert big() == pytest.approx(1e6, rel=1e-2)", "1000000.0 -> "),
+    "offset": ("assert abs(mul(0.5, 3) - 1.5) < 1e-9", "1.5 -> "),
+    "isclose": ("assert math.isclose(mul(0.5, 5), 2.5, rel_tol=0.01)", "2.5 -> "),
+    "member": ("assert mul(2, 3) in [5, 6]", "In -> NotIn"),
+    "order": ("assert mul(2, 2) > 3", "Gt -> LtE"),
+    "none": ("assert nothing() is None", "Is -> IsNot"),
+    "not": ("assert not mul(0, 1)", "not mul(0, 1) -> mul(0, 1)"),
+    "unequal": ("assert mul(2, 3) != 7", "NotEq -> Eq"),
+    "raises": ("with pytest.raises(TypeError):\n        mul(None, 1)", "match="),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_every_kind_of_assertion_gets_an_exclusive_twin(
+    kind: str, tmp_path: Path, good: Path, always: Path
+) -> None:
+    body, change = KINDS[kind]
+    source = (
+        "import math\n\nimport pytest\nfrom calc import add, big, mul, nothing\n\n\n"
+        f"def test_x():\n    {body}\n"
+    )
+    suite = _stage(tmp_path, source)
+    _, changed = _twin_of(suite, "test_x")
+    assert change in changed
+    honest = twin_report(suite, run_staged(suite.root, good))
+    assert (len(honest.at_check), honest.passed, honest.elsewhere) == (1, [], [])
+    if kind not in ("none", "not", "member", "unequal", "raises", "order", "isclose"):
+        # A value redrawn: the always-equal workspace passes it too (isclose asks for
+        # a float, which an always-equal object does not lie about).
+        assert len(twin_report(suite, run_staged(suite.root, always)).passed) == 1
+
+
+UNITTEST = """import unittest
+
+from calc import mul, nothing
+
+
+class MulTests(unittest.TestCase):
+    def test_equal(self):
+        self.assertEqual(mul(6, 7), 42)
+
+    def test_almost(self):
+        self.assertAlmostEqual(mul(0.1, 3), 0.3, places=2)
+
+    def test_greater(self):
+        self.assertGreater(mul(2, 2), 3)
+
+    def test_in(self):
+        self.assertIn(mul(2, 3), [5, 6])
+
+    def test_sequence(self):
+        self.assertSequenceEqual([mul(1, 2), mul(2, 2)], [2, 4])
+
+    def test_true(self):
+        self.assertTrue(mul(1, 1))
+
+    def test_none(self):
+        self.assertIsNone(nothing())
+
+    def test_raises(self):
+        with self.assertRaises(TypeError):
+            mul(None, 2)
+"""
+
+
+def test_unittests_assertion_family_gets_twins(tmp_path: Path, good: Path) -> None:
+    suite = _stage(tmp_path, UNITTEST)
+    assert len(suite.twins) == 8  # a TestCase subclass is collected whatever its name
+    changes = {of.split("::")[-1]: suite.twin_changes[t] for t, of in suite.twins.items()}
+    assert changes["test_equal"].startswith("42 -> ")
+    assert changes["test_almost"].startswith("0.3 -> ")
+    assert changes["test_greater"] == "assertGreater -> assertLessEqual"
+    assert changes["test_in"] == "assertIn -> assertNotIn"
+    assert " -> " in changes["test_sequence"]
+    assert changes["test_true"] == "assertTrue -> assertFalse"
+    assert changes["test_none"] == "assertIsNone -> assertIsNotNone"
+    assert "assertRaisesRegex" in changes["test_raises"]
+    honest = twin_report(suite, run_staged(suite.root, good))
+    assert (len(honest.at_check), honest.passed, honest.elsewhere) == (8, [], [])
+
+
+def test_a_tolerance_is_respected_by_the_redrawn_value(tmp_path: Path) -> None:
+    source = (
+        "import pytest\nfrom calc import big\n\n\n"
+        "def test_x():\n    assert big() == pytest.approx(1e6, rel=1e-2)\n"
+    )
+    for seed in range(30):
+        suite = _stage(tmp_path, source, seed)
+        _, change = _twin_of(suite, "test_x")
+        drawn = float(change.split(" -> ")[1])
+        assert abs(drawn - 1e6) > 4 * 1e4, change
+
+
+def test_a_value_that_is_also_an_input_is_never_perturbed(tmp_path: Path) -> None:
+    source = (
+        "import pytest\nfrom calc import parse\n\n\n"
+        "@pytest.mark.parametrize('x', [1, 2, 3])\n"
+        "def test_round_trip(x):\n    assert parse(str(x)) == x\n\n\n"
+        "@pytest.mark.parametrize('text, number', [('1', 1), ('22', 22)])\n"
+        "def test_parse(text, number):\n    assert parse(text) == number\n"
+    )
+    for seed in range(6):
+        suite = _stage(tmp_path, source, seed)
+        assert _twin_of(suite, "test_round_trip")[1] == "Eq -> NotEq"
+        assert _twin_of(suite, "test_parse")[1] == "the parametrized values of 'number'"
+        twin = _twin_of(suite, "test_parse")[0].split("::")[-1]
+        rows = _functions(suite)[twin].decorator_list[0].args[1]  # type: ignore[attr-defined]
+        assert [r.elts[0].value for r in rows.elts] == ["1", "22"]  # the inputs, as they were
+
+
+def test_ids_stay_in_step_with_the_rows_a_twin_keeps(tmp_path: Path, good: Path) -> None:
+    rows = ", ".join(f"({i}, {i * 2})" for i in range(10))
+    ids = ", ".join(f"'case{i}'" for i in range(10))
+    source = (
+        "import pytest\nfrom calc import mul\n\nIDS = " + f"[{ids}]\n\n\n"
+        f"@pytest.mark.parametrize('a, b', [{rows}], ids=[{ids}])\n"
+        "def test_listed(a, b):\n    assert mul(a, 2) == b\n\n\n"
+        f"@pytest.mark.parametrize('a, b', [{rows}], ids=IDS)\n"
+        "def test_named(a, b):\n    assert mul(a, 2) == b\n\n\n"
+        f"@pytest.mark.parametrize('a, b', [{rows}], ids=str)\n"
+        "def test_function(a, b):\n    assert mul(a, 2) == b\n"
+    )
+    for seed in range(4):
+        suite = _stage(tmp_path, source, seed)
+        functions = _functions(suite)
+        counts = {}
+        for test in ("test_listed", "test_named", "test_function"):
+            twin = functions[_twin_of(suite, test)[0].split("::")[-1]]
+            deco = twin.decorator_list[0]
+            assert isinstance(deco, ast.Call)
+            counts[test] = len(deco.args[1].elts)  # type: ignore[attr-defined]
+            ids_node = next(k.value for k in deco.keywords if k.arg == "ids")
+            if isinstance(ids_node, ast.List):
+                assert len(ids_node.elts) == counts[test]
+        assert counts == {"test_listed": 3, "test_named": 3, "test_function": 3}
+        outcomes = run_staged(suite.root, good)
+        assert "<collect_errors>" not in outcomes
+        report = twin_report(suite, outcomes)
+        assert (report.passed, report.elsewhere) == ([], [])
+
+
+def test_skipped_expected_failures_property_based_and_slow_tests_get_no_twin(
+    tmp_path: Path,
+) -> None:
+    source = (
+        "import pytest\nfrom hypothesis import given, strategies as st\nfrom calc import mul\n\n\n"
+        "@pytest.mark.skip\ndef test_skip():\n    assert mul(1, 1) == 1\n\n\n"
+        "@pytest.mark.xfail\ndef test_xfail():\n    assert mul(1, 1) == 1\n\n\n"
+        "@given(st.integers())\ndef test_prop(x):\n    assert mul(x, 1) == x\n\n\n"
+        "def test_slow():\n    for i in range(10**5):\n        assert mul(i, 1) == i\n"
+        "    assert mul(2, 2) == 4\n\n\n"
+        "def test_sized():\n    n = 1_500\n    assert mul(n, 1) == 1500\n\n\n"
+        "def test_plain():\n    assert mul(1, 1) == 1\n"
+    )
+    suite = _stage(tmp_path, source)
+    assert sorted(of.split("::")[-1] for of in suite.twins.values()) == ["test_plain"]
+
+
+STATEFUL = """from calc import get_flag, set_flag
+
+
+def test_set_flag():
+    set_flag(False)
+    assert get_flag() is False
+    set_flag(True)
+    assert get_flag() is True
+
+
+def test_flag_is_back():
+    assert get_flag() is True
+"""
+
+
+def test_a_twin_runs_the_clean_up_after_its_assertion(tmp_path: Path, good: Path) -> None:
+    for seed in range(8):
+        suite = _stage(tmp_path, STATEFUL, seed)
+        outcomes = run_staged(suite.root, good)
+        assert outcomes["test_t.py::test_set_flag"][0] == "passed"
+        assert outcomes["test_t.py::test_flag_is_back"][0] == "passed"
+        report = twin_report(suite, outcomes)
+        assert (len(report.at_check), report.passed, report.elsewhere) == (2, [], [])
+
+
+def test_the_files_own_text_and_comments_stay(tmp_path: Path) -> None:
+    source = (
+        "# -*- coding: latin-1 -*-\n"
+        "from calc import mul  # the module under test\n\n\n"
+        "def test_mul():\n    # why six\n    assert mul(2, 3) == 6, 'caf\xe9'\n\n\n"
+        "class TestCalc:\n    '''Tests of a class.'''\n\n    def test_one(self):\n"
+        "        assert mul(1, 1) == 1  # one\n"
+    )
+    src = tmp_path / "hidden"
+    src.mkdir()
+    (src / "test_t.py").write_bytes(source.encode("latin-1"))
+    suite = stage_hidden(src, tmp_path / "staged", random.Random(1))
+    staged = (suite.root / "test_t.py").read_bytes()
+    assert len(suite.twins) == 2
+    lines = iter(staged.splitlines())
+    for line in source.encode("latin-1").splitlines():
+        assert any(line == other for other in lines), line  # in order, byte for byte
+    ast.parse(staged)
+
+
+def _twin_order(source: str, seed: int) -> dict[str, bool]:
+    """Plant twins with ``seed``: for each twinned test, whether its twin comes first."""
+    tree = ast.parse(source)
+    names = iter(f"test_drawn_{i}" for i in range(1000))
+    tests = ["test_param", "test_helper", "test_kinds", "TestCalc::test_method"]
+    text, twins = plant_twins(source.encode(), tree, tests, names.__next__, random.Random(seed))
+    module = ast.parse(text)
+    order: dict[str, bool] = {}
+    for twin in twins:
+        *owner, twin_name = twin.name.split("::")
+        original = twin.of.split("::")[-1]
+        body = (
+            next(n for n in module.body if isinstance(n, ast.ClassDef)).body
+            if owner
+            else module.body
+        )
+        defs = [n.name for n in body if isinstance(n, ast.FunctionDef)]
+        order[twin.of] = defs.index(twin_name) < defs.index(original)
+    return order
+
+
+TWINNED = """import pytest
+from calc import add, mul
+
+
+def check(candidate):
+    assert candidate(2, 3) == 6
+    assert candidate(0, 5) == 0
+
+
+@pytest.mark.parametrize("a, b, c", [(2, 3, 6), pytest.param(4, 5, 20, id="big")])
+def test_param(a, b, c):
+    assert mul(a, b) == c
+
+
+def test_helper():
+    check(mul)
+
+
+def test_kinds():
+    assert mul(1, 1) == 1
+    assert mul(2, 3) in [5, 6]
+
+
+class TestCalc:
+    def test_method(self):
+        assert mul(3, 3) == 9
+"""
+
+
+def test_a_twin_precedes_its_original_with_even_odds() -> None:
+    """A lie that depends on which comparison comes first is caught half the time."""
+    seeds = range(300)
+    orders = [_twin_order(TWINNED, seed) for seed in seeds]
+    assert set(orders[0]) == {"test_param", "test_helper", "test_kinds", "TestCalc::test_method"}
+    for original in orders[0]:  # the first test of the file and a class's method included
+        first = sum(order[original] for order in orders) / len(seeds)
+        assert 0.4 <= first <= 0.6, (original, first)
+
+
+def test_a_helper_copy_carries_the_perturbed_assertion(
+    tmp_path: Path, good: Path, always: Path
+) -> None:
+    suite = _stage(tmp_path, TWINNED)
+    twin, change = _twin_of(suite, "test_helper")
+    assert change.startswith("check() -> check_")
+    helper = change.split(" -> ")[1].split("()")[0]
+    assert helper in _functions(suite)
+    assert _twin_of(suite, "test_param")[1] == "the parametrized values of 'c'"
+    honest = twin_report(suite, run_staged(suite.root, good))
+    assert (honest.passed, honest.elsewhere) == ([], [])
+    assert twin in {n.split("[")[0] for n in honest.at_check}
+    lying = twin_report(suite, run_staged(suite.root, always))
+    assert twin in lying.passed
+
+
+STATEFUL_LIAR = """_seen = []
+
+
+class Answer:
+    def __eq__(self, other):
+        if not _seen:
+            _seen.append(other)
+        return other == _seen[0]
+
+    __hash__ = None
+
+
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return Answer()
+"""
+
+
+def test_a_stateful_liar_is_caught_when_the_twin_comes_first(tmp_path: Path) -> None:
+    hidden = "from calc import add, mul\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+    hidden += "def test_mul():\n    assert mul(6, 7) == 42\n"
+    liar = write_tree(tmp_path / "liar", {"calc.py": STATEFUL_LIAR})
+    seen = set()
+    for seed in range(40):
+        suite = _stage(tmp_path, hidden, seed)
+        twin, _ = _twin_of(suite, "test_mul")
+        tree = ast.parse((suite.root / "test_t.py").read_text())
+        defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+        first = defs.index(twin.split("::")[-1]) < defs.index("test_mul")
+        if first in seen:
+            continue
+        seen.add(first)
+        outcomes = run_staged(suite.root, liar)
+        # The liar says yes to the first value it meets, and only to that one.
+        assert outcomes[twin][0] == ("passed" if first else "failed")
+        assert outcomes["test_t.py::test_mul"][0] == ("failed" if first else "passed")
+        if len(seen) == 2:
+            break
+    assert seen == {True, False}
