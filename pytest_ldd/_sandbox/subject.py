@@ -178,6 +178,8 @@ class Subject:
         self.calls.also_before_send = self._before_send
         self.calls.ops = {**OPS, "modattr": self.watch.getattr, "getrandom": self.random.get}
         self.peer.on_output = self._output
+        # The thread that serves the judge: the only one that may call the judge back.
+        self.serving = threading.get_ident()
 
     def _before_send(self) -> None:
         self.watch.check()
@@ -186,8 +188,6 @@ class Subject:
     def _output(self, stream: int, payload: Any) -> None:
         if stream == 7 and payload:  # the judge's generator drew: take its state
             self.random.received(payload)
-        # The thread that serves the judge: the only one that may call the judge back.
-        self.serving = threading.get_ident()
 
     # -- what stand-ins of judge objects ask -------------------------------------------
     def request(self, op: str, *args: Any) -> Any:
