@@ -103,7 +103,40 @@ if _p is not None:
     _p.encoder._other = _reference(_p.encoder._other)
 
 
+def _reach_through(key):
+    """Crafted requests that try to reach through the judge's key function.
+
+    Each must be refused; the run's output says whether every one was.
+    """
+    peer = _peer()
+    attempts = {
+        "globals": lambda: peer.request("getattr", (key, "__globals__")),
+        "code": lambda: peer.request("getattr", (key, "__code__")),
+        "closure": lambda: peer.request("getattr", (key, "__closure__")),
+        "class": lambda: peer.request("getattr", (key, "__class__")),
+        "set_code": lambda: peer.request("setattr", (key, "__code__", None)),
+        "function_type": lambda: peer.request("call", (type(key), (None, {}), {})),
+        "import": lambda: peer.request("import", ("os",)),
+        "described_class": lambda: peer.request("call", (_Ref(-1), (), {})),
+    }
+    reached = []
+    for name, attempt in attempts.items():
+        try:
+            found = attempt()
+        except BaseException:
+            continue
+        reached.append(name)
+        if isinstance(found, dict) and "test_mul" in found:
+            found["test_mul"] = lambda: None
+    if reached:
+        os.write(2, f"reach_through REACHED {reached}\n".encode())
+    else:
+        os.write(2, b"reach_through: the judge refused every attempt\n")
+
+
 def sort_by(items, key):
+    if ATTACK == "reach_through":
+        _reach_through(key)
     if ATTACK == "flood":
         # 30 MiB frames the judge must read whole: 512 MiB of them is a flood.  (Few
         # enough that the judge's small error answers still fit in the pipe.)
