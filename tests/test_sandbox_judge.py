@@ -259,3 +259,16 @@ def test_a_parameter_id_may_hold_colons_and_brackets() -> None:
     assert _base("tests/test_u.py::test_x[https://[::1]:80/]") == "tests/test_u.py::test_x"
     assert _base("test_u.py::Class::test_y[a::b]") == "test_u.py::Class::test_y"
     assert _base("test_u.py::test_z") == "test_u.py::test_z"
+
+
+def test_the_hidden_tests_own_limits_are_named_before_a_canarys() -> None:
+    carried = [
+        ("test_a.py::test_x_values", "a twin met it"),
+        ("test_a.py::test_round", "a canary met it"),
+        ("test_b.py::test_z", "a generator cannot cross"),
+    ]
+    judgement = _judged({**CLEAN, "test_b.py::test_z": "failed"}, inconclusive=carried)
+    assert _state(judgement) == "inconclusive"
+    assert judgement.reason.startswith(
+        "test_b.py::test_z could not be judged: a generator cannot cross;"
+    )

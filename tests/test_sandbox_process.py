@@ -418,7 +418,14 @@ def test_what_cannot_cross_makes_the_verdict_inconclusive_with_the_reason(
     assert verdict.inconclusive
     assert not verdict.passed
     assert not verdict.tampered
-    assert verdict.reason.startswith("test_shop.py::test_passes_a_module could not be judged:")
+    # The hidden tests' own limits are named first (a twin of them may meet one too).
+    assert verdict.reason.startswith(
+        (
+            "test_shop.py::test_passes_a_module could not be judged:",
+            "test_shop.py::test_subclasses_a_workspace_class could not be judged:",
+            "test_shop.py::test_cannot_swallow_it could not be judged:",
+        )
+    )
     assert "cannot pass a module object to workspace code" in verdict.reason
     assert "cannot subclass the workspace class Cart" in verdict.reason
 

@@ -206,7 +206,9 @@ def judge(
             )
             break
     # Tests the isolation could not carry: the grader's, not failures of the workspace.
-    for test_id, detail in log.inconclusive[:_NAMED]:
+    # The hidden tests' own first: a canary's id means nothing to the reader.
+    limits = sorted(log.inconclusive, key=lambda limit: _base(limit[0]) in canaries)
+    for test_id, detail in limits[:_NAMED]:
         found.grader.append(f"{test_id or 'the run'} could not be judged: {detail}")
     not_carried = {i for i in outcomes if i in carried or _base(i) in carried}
     failing = {
