@@ -415,14 +415,14 @@ def merge_into_results(key: str, figures: dict[str, Any], command: str) -> None:
     """
     import os
 
-    import run as suite
+    from _results import RESULTS, Target, machine, versions, write_results
 
     started_load = [round(x, 2) for x in os.getloadavg()]
-    doc = json.loads(suite.RESULTS.read_text(encoding="utf-8"))
+    doc = json.loads(RESULTS.read_text(encoding="utf-8"))
     figures["run"] = {
         "generated_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "commit": suite.versions()["commit"],
-        "machine": suite.machine(),
+        "commit": versions()["commit"],
+        "machine": machine(),
         "load_average_before": figures.pop("load_average_before", started_load),
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "command": command,
@@ -433,7 +433,7 @@ def merge_into_results(key: str, figures: dict[str, Any], command: str) -> None:
     doc["targets"] = [t for t in doc["targets"] if t["name"] not in names]
     for item in figures["targets"]:
         doc["targets"].append(
-            suite.Target(
+            Target(
                 f"sandbox.{item['name']}",
                 float(item["value"]),
                 float(item["limit"]),
@@ -441,7 +441,7 @@ def merge_into_results(key: str, figures: dict[str, Any], command: str) -> None:
                 str(item["what"]),
             ).to_json()
         )
-    suite.write_results(doc, suite.RESULTS)
+    write_results(doc, RESULTS)
 
 
 if __name__ == "__main__":

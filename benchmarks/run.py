@@ -27,9 +27,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
-import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -51,12 +48,30 @@ from _harness import (  # noqa: E402 - the path above makes the helpers importab
     rmtree,
     run_child,
 )
+from _results import (  # noqa: E402
+    RESULTS,
+    Target,
+    load_average,
+    machine,
+    versions,
+    write_results,
+)
 from _stores import fill_store  # noqa: E402
 from _suites import METRICS, Flavour, metric_tables, write_suite  # noqa: E402
 
-__all__ = ["BENCHMARKS", "Settings", "Target", "main", "run_benchmarks"]
+__all__ = [
+    "BENCHMARKS",
+    "RESULTS",
+    "Settings",
+    "Target",
+    "machine",
+    "main",
+    "run_benchmarks",
+    "table",
+    "versions",
+    "write_results",
+]
 
-RESULTS: Final = HERE / "results.json"
 SCHEMA_VERSION: Final = 1
 MB: Final = 1_000_000
 
@@ -117,35 +132,6 @@ class Settings:
                 warmup=0,
             )
         return cls(quick=False, workdir=workdir, reps=reps or 7, log=log)
-
-
-@final
-@dataclass(frozen=True, slots=True)
-class Target:
-    """One promise and whether this run kept it (``value <= limit``)."""
-
-    name: str
-    value: float
-    limit: float
-    unit: str
-    what: str
-
-    @property
-    def met(self) -> bool:
-        """Whether the figure is within the limit."""
-        return self.value <= self.limit
-
-    def to_json(self) -> dict[str, Any]:
-        """The target as a JSON object."""
-        return {
-            "name": self.name,
-            "value": self.value,
-            "limit": self.limit,
-            "unit": self.unit,
-            "met": self.met,
-            "what": self.what,
-            "margin": (self.value / self.limit - 1.0) if self.limit else None,
-        }
 
 
 @dataclass(slots=True)
@@ -658,76 +644,6 @@ BENCHMARKS: Final[dict[str, Callable[[Settings], Outcome]]] = {
 }
 
 
-def machine() -> dict[str, Any]:
-    """What the figures were measured on."""
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory = int(line.split()[1]) * 1024
-                break
-    except OSError:
-        pass
-    try:
-        available = len(os.sched_getaffinity(0))
-    except AttributeError:  # pragma: no cover - not Linux
-        available = os.cpu_count() or 1
-    return {
-        "cpu": cpu,
-        "cores": available,
-        "memory_bytes": memory,
-        "os": platform.platform(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-    }
-
-
-def versions() -> dict[str, str | None]:
-    """Versions of the measured tools and the commit of pytest-ldd."""
-    from importlib import metadata
-
-    found: dict[str, str | None] = {}
-    for dist in (
-        "pytest",
-        "pytest-ldd",
-        "pytest-xdist",
-        "pytest-harvest",
-        "pluggy",
-        "portalocker",  # the store lock on Windows only
-    ):
-        try:
-            found[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
-            found[dist] = None
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "--short", "HEAD"],
-            cwd=HERE,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "status", "--porcelain", "--", "pytest_ldd"],
-            cwd=HERE.parent,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout.strip()
-        found["commit"] = commit + ("+dirty" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        found["commit"] = None
-    return found
-
-
 def run_benchmarks(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
     """Run the named benchmarks; return the results document."""
     started = time.perf_counter()
@@ -739,7 +655,7 @@ def run_benchmarks(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
         "command": " ".join(["python", "benchmarks/run.py", *sys.argv[1:]]),
         "machine": machine(),
         "versions": versions(),
-        "load_average_before": _load(),
+        "load_average_before": load_average(),
         "benchmarks": {},
         "targets": [],
     }
@@ -756,17 +672,9 @@ def run_benchmarks(settings: Settings, names: Sequence[str]) -> dict[str, Any]:
                 f"  {target.name}: {target.value:.3f} {target.unit} "
                 f"(limit {target.limit:g}) {verdict}"
             )
-    doc["load_average_after"] = _load()
+    doc["load_average_after"] = load_average()
     doc["duration_s"] = time.perf_counter() - started
     return doc
-
-
-def _load() -> list[float] | None:
-    # Other work on the machine distorts wall times; the load average says so.
-    try:
-        return [round(x, 2) for x in os.getloadavg()]
-    except OSError:  # pragma: no cover - not available
-        return None
 
 
 def table(doc: dict[str, Any]) -> list[str]:
@@ -783,13 +691,6 @@ def table(doc: dict[str, Any]) -> list[str]:
         )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     return ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-
-
-def write_results(doc: dict[str, Any], path: Path) -> None:
-    """Write ``doc`` to ``path`` atomically (a half-written results file helps nobody)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,7 @@ between the runs that produce ``docs/performance.md``.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import sys
@@ -29,8 +30,47 @@ def bench(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, ModuleType]]:
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     names = ("_harness", "_suites", "_stores", "soak", "run")
     yield {name: importlib.import_module(name) for name in names}
-    for name in (*names, "_soak_channel"):
+    for name in (*names, "_results", "_soak_channel"):
         sys.modules.pop(name, None)
+
+
+def script_imports(path: Path) -> set[str]:
+    """The sibling scripts ``path`` imports, wherever the import stands (a function too)."""
+    siblings = {p.stem for p in BENCHMARKS.glob("*.py")}
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+        ):
+            found.add(str(node.args[0].value))
+    return (found & siblings) - {path.stem}
+
+
+def test_the_benchmark_scripts_import_each_other_without_a_circle() -> None:
+    graph = {path.stem: script_imports(path) for path in BENCHMARKS.glob("*.py")}
+    assert "bench_sandbox" in graph["run"]  # the walk sees what it must
+    circles = []
+    for start in sorted(graph):
+        # Depth-first from each script: reaching it again is a circle.
+        seen: set[str] = set()
+        todo = sorted(graph[start])
+        while todo:
+            name = todo.pop()
+            if name == start:
+                circles.append(start)
+                break
+            if name not in seen:
+                seen.add(name)
+                todo.extend(graph.get(name, ()))
+    assert circles == []
 
 
 # -- the harness ------------------------------------------------------------------------

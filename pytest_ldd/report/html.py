@@ -20,15 +20,17 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any, Final, TypeVar
 
+from pytest_ldd.errors import InvalidSpecError
+from pytest_ldd.model.gates import Bound
 from pytest_ldd.report.svg import (
     BREACH,
     OBSERVED,
-    Bound,
     CalibrationPoint,
     CorpusPoint,
     StateMark,
     StateSpan,
     TimelinePoint,
+    bound_label,
     calibration_svg,
     corpus_svg,
     mae_svg,
@@ -255,37 +257,37 @@ def _metric_row(session: Mapping[str, Any], name: str) -> Mapping[str, Any] | No
     return None
 
 
-def _bounds(name: str, sessions: _Sessions, unit: str) -> list[Bound]:
+def _bounds(name: str, sessions: _Sessions) -> list[Bound]:
     """The gate bounds of ``name`` in the latest session that had any."""
     for item in reversed(sessions.recorded):
-        found: list[Bound] = []
+        found: list[tuple[object, object]] = []
         row = _metric_row(item, name)
         for text in (row or {}).get("gates") or ():
-            op, _, limit = str(text).partition(" ")
+            written_op, _, written = str(text).partition(" ")
             try:
-                value = float(limit)
+                found.append((written_op, float(written)))
             except ValueError:
                 continue
-            if op in ("le", "lt", "ge", "gt") and math.isfinite(value):
-                found.append(Bound(op, value, f"{op} {fmt_value(value)} {unit}".rstrip()))
         for gate in (item.get("corpus") or {}).get("gates") or ():
-            limit = gate.get("limit")
-            if gate.get("name") == name and isinstance(limit, (int, float)):
-                op = str(gate.get("op"))
-                found.append(Bound(op, float(limit), f"{op} {fmt_value(limit)} {unit}".rstrip()))
-        if found:
-            unique = {(b.op, b.limit): b for b in found}
+            if gate.get("name") == name:
+                found.append((gate.get("op"), gate.get("limit")))
+        unique: dict[tuple[str, float], Bound] = {}
+        for op, limit in found:
+            # A session document is read, not trusted: a bound it cannot hold is skipped.
+            if (
+                isinstance(limit, bool)
+                or not isinstance(limit, (int, float))
+                or not math.isfinite(limit)
+            ):
+                continue
+            try:
+                bound = Bound(str(op), float(limit))
+            except InvalidSpecError:
+                continue
+            unique[bound.op, bound.limit] = bound
+        if unique:
             return list(unique.values())
     return []
-
-
-def _holds(bound: Bound, value: float) -> bool:
-    return {
-        "le": value <= bound.limit,
-        "lt": value < bound.limit,
-        "ge": value >= bound.limit,
-        "gt": value > bound.limit,
-    }.get(bound.op, True)
 
 
 def _states(
@@ -352,7 +354,7 @@ def _timeline(
     unit = str(spec.get("unit") or "")
     history = doc.get("history") or {}
     pairs = list((history.get("calibrations") or {}).get(name) or ())
-    bounds = _bounds(name, sessions, unit)
+    bounds = _bounds(name, sessions)
     raw: list[tuple[str, str, float, Mapping[str, Any] | None]] = []
     first_seen: dict[str, str] = {}
     aggregate = _CORPUS_VALUE.get(name)
@@ -407,7 +409,7 @@ def _timeline(
                 observed=value,
                 predicted=float(predicted) if isinstance(predicted, (int, float)) else None,
                 tip=_tip(sessions, key, where, unit, value, pair),
-                breach=any(not _holds(b, value) for b in bounds),
+                breach=any(not b.holds(value) for b in bounds),
             )
         )
     spans, marks = _states(name, keys, sessions)
@@ -418,6 +420,7 @@ def _timeline(
         y_label=f"{name} ({unit})" if unit else name,
         unit_interval=spec.get("kind") == "bounded" and not aggregate,
         bounds=bounds,
+        unit=unit,
         spans=spans,
         marks=marks,
     )
@@ -427,7 +430,8 @@ def _timeline(
         "predictions (the line between is the error), squares values outside a bound."
     ]
     if bounds:
-        caption.append("Dashed lines: the gate (" + ", ".join(b.label for b in bounds) + ").")
+        labels = ", ".join(bound_label(b, unit) for b in bounds)
+        caption.append(f"Dashed lines: the gate ({labels}).")
     caption.append(
         "Background: green while the metric was load-bearing at the session's start, grey "
         "while advisory; vertical lines mark promotion and demotion."

@@ -14,17 +14,20 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html import escape
-from typing import final
+from typing import TYPE_CHECKING, final
+
+if TYPE_CHECKING:
+    from pytest_ldd.model.gates import Bound
 
 __all__ = [
     "PALETTE",
     "Axes",
-    "Bound",
     "CalibrationPoint",
     "CorpusPoint",
     "StateMark",
     "StateSpan",
     "TimelinePoint",
+    "bound_label",
     "calibration_svg",
     "corpus_svg",
     "mae_svg",
@@ -445,16 +448,6 @@ class TimelinePoint:
 
 @final
 @dataclass(frozen=True, slots=True)
-class Bound:
-    """A gate bound drawn as a horizontal line: ``op`` is ``le``, ``lt``, ``ge`` or ``gt``."""
-
-    op: str
-    limit: float
-    label: str
-
-
-@final
-@dataclass(frozen=True, slots=True)
 class StateSpan:
     """Slots ``first`` to ``last`` (inclusive) in which the metric began in one state."""
 
@@ -503,6 +496,11 @@ def _diamond(cx: float, cy: float, size: float) -> str:
     )
 
 
+def bound_label(bound: Bound, unit: str) -> str:
+    """A bound as the gate reads it, in its unit: ``le 500 ms``."""
+    return f"{bound} {unit}".rstrip()
+
+
 def timeline_svg(
     title: str,
     points: Sequence[TimelinePoint],
@@ -511,6 +509,7 @@ def timeline_svg(
     y_label: str,
     unit_interval: bool = False,
     bounds: Sequence[Bound] = (),
+    unit: str = "",
     spans: Sequence[StateSpan] = (),
     marks: Sequence[StateMark] = (),
 ) -> str:
@@ -523,6 +522,7 @@ def timeline_svg(
     promotion (solid) or demotion (dashed) at the end of its session.  The ``<svg>``
     carries ``data-value-min`` / ``data-value-max`` and ``data-row-min`` /
     ``data-row-max``: the value range of the y axis and the pixel rows it maps to.
+    Each bound is a dashed line labelled as the gate reads it, in ``unit``.
     """
     count = max(len(slots), 1)
     values = [p.observed for p in points]
@@ -557,16 +557,17 @@ def timeline_svg(
     out += _frame(axes, x_ticks, y_ticks, "session (oldest first)", y_label, names)
     x_left, x_right = axes.x(axes.x_min), axes.x(axes.x_max)
     for bound in bounds:
+        label = bound_label(bound, unit)
         row = axes.y(bound.limit)
         out.append(
             f'<line class="ldd-bound" data-op="{escape(bound.op)}" '
             f'data-limit="{bound.limit!r}" x1="{_n(x_left)}" y1="{_n(row)}" '
             f'x2="{_n(x_right)}" y2="{_n(row)}" stroke="{BOUND}" stroke-width="1.6" '
-            f'stroke-dasharray="7 4"><title>{escape(f"gate {bound.label}")}</title></line>'
+            f'stroke-dasharray="7 4"><title>{escape(f"gate {label}")}</title></line>'
         )
         out.append(
             f'<text class="ldd-bound-label" x="{_n(x_right - 4)}" y="{_n(row - 5)}" '
-            f'text-anchor="end" font-size="12" fill="{BOUND}">{escape(bound.label)}</text>'
+            f'text-anchor="end" font-size="12" fill="{BOUND}">{escape(label)}</text>'
         )
     for mark in marks:
         col = axes.x(mark.slot + 0.5)

@@ -136,20 +136,29 @@ def test_a_worker_payload_of_another_shape_writes_nothing(
 
 
 def test_a_payload_survives_its_trip_as_text(tmp_path: Path) -> None:
-    def session(folder: Path, as_text: bool) -> dict[str, bytes]:
+    # One recorder makes one payload (its lines carry their timestamps), and two
+    # ledgers write it: one from the payload itself, one from its text.  Recorded
+    # twice, the timestamps of two recordings could differ by a second.
+    recording = MetricRegistry(TraceStore(tmp_path / "recording"))
+    recording.register(latency())
+    recorder = TestRecorder(recording_context(recording, ship_specs=True), "t.py::t")
+    recorder.observe("latency", math.inf, 3)
+    recorder.observe("latency", 7)
+    payload = recorder.take_payload()
+    assert payload is not None
+    text = payload.encode()
+
+    def written(folder: Path, carried: Payload | str) -> dict[str, bytes]:
+        # A registry that knows no metric: the payload's specs declare it.
         registry = MetricRegistry(TraceStore(folder))
-        registry.register(latency())
-        ctx = recording_context(registry, ship_specs=True)
-        recorder, ledger = TestRecorder(ctx, "t.py::t"), SessionLedger(ctx)
-        recorder.observe("latency", math.inf, 3)
-        recorder.observe("latency", 7)
-        payload = recorder.take_payload()
-        assert payload is not None
-        ledger.consume(payload.encode() if as_text else payload)
+        ledger = SessionLedger(recording_context(registry))
+        ledger.consume(carried)
         assert (ledger.observations, ledger.pairs) == (2, 1)
+        assert registry.spec("latency") == recording.spec("latency")
         store = registry.store
         return {p.name: p.read_bytes() for p in (store.observations_path, store.calibrations_path)}
 
-    assert session(tmp_path / "text", True) == session(tmp_path / "dict", False)
-
-
+    from_text = written(tmp_path / "text", text)
+    assert from_text == written(tmp_path / "object", payload)
+    lines = [*payload.observations, *payload.pairs]
+    assert b"".join(from_text.values()).decode().splitlines() == lines
