@@ -401,7 +401,7 @@ def test_what_cannot_cross_makes_the_verdict_inconclusive_with_the_reason(
                 "def test_passes_a_module():\n    assert shop.name_of(os) == 'os'\n\n\n"
                 "def test_subclasses_a_workspace_class():\n"
                 "    class Mine(shop.Cart):\n        pass\n\n\n"
-                "def test_cannot_swallow_it():\n"
+                "def test_swallows_it():\n"
                 "    with pytest.raises(Exception):\n        shop.name_of(os)\n\n\n"
                 "def test_fine():\n    assert shop.Cart().total() == 0\n"
             )
@@ -412,7 +412,8 @@ def test_what_cannot_cross_makes_the_verdict_inconclusive_with_the_reason(
         "test_shop.py::test_passes_a_judge_object": "passed",
         "test_shop.py::test_passes_a_module": "failed",
         "test_shop.py::test_subclasses_a_workspace_class": "failed",
-        "test_shop.py::test_cannot_swallow_it": "failed",
+        # Swallowed, the limit still makes the test one the verdict cannot vouch for.
+        "test_shop.py::test_swallows_it": "passed",
         "test_shop.py::test_fine": "passed",
     }
     assert verdict.inconclusive
@@ -423,7 +424,7 @@ def test_what_cannot_cross_makes_the_verdict_inconclusive_with_the_reason(
         (
             "test_shop.py::test_passes_a_module could not be judged:",
             "test_shop.py::test_subclasses_a_workspace_class could not be judged:",
-            "test_shop.py::test_cannot_swallow_it could not be judged:",
+            "test_shop.py::test_swallows_it could not be judged:",
         )
     )
     assert "cannot pass a module object to workspace code" in verdict.reason
@@ -450,6 +451,74 @@ def test_a_failure_no_limit_explains_still_fails_the_verdict(task: SimpleNamespa
         verdict.reason
     )
     assert "test_shop.py::test_wrong (failed)" in verdict.reason
+
+
+def test_a_limit_met_in_a_shared_fixture_is_met_by_every_test_that_uses_it(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"shop.py": SHOP})
+    _write(
+        task.hidden,
+        {
+            "test_shop.py": (
+                "import os\nimport pytest\nimport shop\n\n\n"
+                "@pytest.fixture(scope='session')\ndef name():\n    return shop.name_of(os)\n\n\n"
+                "def test_first(name):\n    assert name == 'os'\n\n\n"
+                "def test_second(name):\n    assert name == 'os'\n\n\n"
+                "def test_fine():\n    assert shop.Cart().total() == 0\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert dict(verdict.outcomes) == {
+        "test_shop.py::test_first": "error",
+        "test_shop.py::test_second": "error",
+        "test_shop.py::test_fine": "passed",
+    }
+    assert verdict.inconclusive, verdict.reason
+    assert "test_shop.py::test_second could not be judged: isolation='process' cannot pass" in (
+        verdict.reason
+    )
+
+
+def test_a_value_that_cannot_be_encoded_is_a_limit_either_way(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "ring.py": (
+                "def ring():\n    r = [1]\n    r.append(r)\n    return r\n\n\n"
+                "def size(items):\n    return len(items)\n\n\n"
+                "def double(x):\n    return 2 * x\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_ring.py": (
+                "import ring\n\n\n"
+                "def test_returned():\n    assert ring.ring()[0] == 1\n\n\n"
+                "def test_handed_over():\n    r = [1]\n    r.append(r)\n"
+                "    assert ring.size(r) == 2\n\n\n"
+                "def test_serves_on():\n    assert ring.double(21) == 42\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert dict(verdict.outcomes) == {
+        "test_ring.py::test_returned": "failed",
+        "test_ring.py::test_handed_over": "failed",
+        "test_ring.py::test_serves_on": "passed",
+    }
+    assert verdict.inconclusive, verdict.reason
+    assert (
+        "test_ring.py::test_returned could not be judged: isolation='process' cannot carry the"
+        " answer to 'call': a value nested deeper than 100 levels cannot cross"
+    ) in verdict.reason
+    assert (
+        "test_ring.py::test_handed_over could not be judged: isolation='process' cannot carry"
+        " what was handed over: a value nested deeper than 100 levels cannot cross"
+    ) in verdict.reason
 
 
 def test_a_limit_met_while_collecting_makes_the_module_inconclusive(task: SimpleNamespace) -> None:

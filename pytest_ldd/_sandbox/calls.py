@@ -57,8 +57,15 @@ class SubjectError(BaseException):
     """The subject process died, hung, flooded or sent something that is not the protocol."""
 
 
-class IsolationError(BaseException):
-    """Something the hidden tests asked for cannot cross between the judge and the subject."""
+class IsolationError(Exception):
+    """Something the hidden tests asked for cannot cross between the judge and the subject.
+
+    An ``Exception``, unlike :class:`SubjectError`: pytest caches what a fixture raised
+    only when it is one (a ``BaseException`` left a session fixture half set up, and
+    every later test that used it errored on pytest's own assertion, with no limit to
+    explain it).  A test that swallows it gains nothing: the limit is recorded for the
+    test whatever the test caught.
+    """
 
 
 class Policy(Protocol):

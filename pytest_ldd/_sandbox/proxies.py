@@ -429,6 +429,7 @@ class Connection:
         self.peer = self.calls.peer
         self.peer.on_output = self._output
         self.peer.on_released = self.table.release
+        self.peer.on_cannot_cross = self.refuse
         self.remote_errors: dict[int, BaseException] = {}
         # (module number, name) -> the stand-in that ``module.name`` gave; the subject
         # says when one changes (see subject.ModuleWatch).
@@ -504,6 +505,9 @@ class Connection:
                 self.limit(_MEMORY)
             try:
                 return self.calls.request(op, args)
+            except wire.CannotCross as exc:
+                # What the test handed over cannot be encoded: this test's limit.
+                raise self.refuse(f"isolation='process' cannot carry what was handed over: {exc}") from None
             except wire.WireError as exc:
                 reason = self._break(str(exc))
                 msg = f"process isolation: {reason}"
@@ -811,12 +815,24 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
             self.seen = 0
             self.limits_seen = 0
             self.failed = False
+            self.limited_fixtures: list[tuple[Any, BaseException, str]] = []
 
         @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
         def pytest_make_collect_report(self, collector: Any) -> Any:
             before = len(connection.limits)
             yield
             self._report_limits(collector.nodeid, before)
+
+        @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
+        def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Any:
+            before = len(connection.limits)
+            outcome = yield
+            exc = outcome.exception
+            met = connection.limits[before:]
+            if isinstance(exc, Exception) and met:
+                # pytest raises this very exception again for every later test that
+                # uses the fixture (within its scope): those met the same limit.
+                self.limited_fixtures.append((fixturedef, exc, "; ".join(dict.fromkeys(met))))
 
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.seen = len(connection.failures)
@@ -835,6 +851,8 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
                 report.longrepr = "process isolation failed during this test: " + "; ".join(
                     failures
                 )
+            if call.when == "setup" and call.excinfo is not None:
+                self._cached_limit(item, call.excinfo.value)
             if report.outcome == "failed" and connection.calls.tracebacks:
                 text = "\n".join(connection.calls.tracebacks[-3:])
                 report.sections.append(("traceback in the subject process", text))
@@ -843,6 +861,20 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
             self._report_limits(nodeid, self.limits_seen)
             self.limits_seen = len(connection.limits)
             connection.end_of_test()
+
+        def _cached_limit(self, item: Any, exc: BaseException) -> None:
+            """A fixture of this test failed on a limit in an earlier test: this one met it."""
+            for fixturedef, raised, reason in self.limited_fixtures:
+                cached = fixturedef.cached_result
+                if (
+                    raised is exc
+                    and fixturedef.argname in item.fixturenames
+                    and cached is not None
+                    and cached[2] is not None
+                    and cached[2][0] is exc
+                ):
+                    connection.limit(reason)
+                    return
 
         def _report_limits(self, nodeid: str, before: int) -> None:
             met = connection.limits[before:]

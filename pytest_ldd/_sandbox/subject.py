@@ -178,6 +178,7 @@ class Subject:
         self.calls.also_before_send = self._before_send
         self.calls.ops = {**OPS, "modattr": self.watch.getattr, "getrandom": self.random.get}
         self.peer.on_output = self._output
+        self.peer.on_cannot_cross = self.refuse
         # The thread that serves the judge: the only one that may call the judge back.
         self.serving = threading.get_ident()
 
@@ -201,7 +202,10 @@ class Subject:
             )
             self.note(reason)
             raise RuntimeError(f"process isolation: {reason}")
-        return self.calls.request(op, args)
+        try:
+            return self.calls.request(op, args)
+        except wire.CannotCross as exc:
+            raise self.refuse(f"isolation='process' cannot carry what was handed over: {exc}") from None
 
     def binary(self, op: str, left: Any, right: Any) -> Any:
         return self.request(op, left, right)

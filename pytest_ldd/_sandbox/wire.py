@@ -53,7 +53,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "SPIN_S", "Decoder", "Encoder", "WireError"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "SPIN_S", "CannotCross", "Decoder", "Encoder", "WireError"]
 
 MAX_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 100
@@ -99,6 +99,15 @@ class WireError(Exception):
     """Bytes that are not a well-formed message within the bounds, or a value that cannot cross."""
 
 
+class CannotCross(WireError):
+    """A value of this side that the encoding cannot carry: too deep, too large, unknown.
+
+    A limit of the isolation, not a broken conversation: a cyclic list or a deep tree
+    in one process is honest code, so the side that tried to send it refuses the one
+    request or answer (``Peer.on_cannot_cross``) and the conversation goes on.
+    """
+
+
 def _builtin_name(cls: type) -> str | None:
     name = getattr(cls, "__name__", None)
     if type(name) is str and name in BUILTIN_TYPES and getattr(builtins, name) is cls:
@@ -137,7 +146,7 @@ class Encoder:
             data = b"".join(out)
             if len(data) > self._max_bytes:
                 msg = f"a message of {len(data)} bytes exceeds the limit of {self._max_bytes}"
-                raise WireError(msg)
+                raise CannotCross(msg)
             sent = True
             return data
         finally:
@@ -147,7 +156,7 @@ class Encoder:
     def _put(self, value: Any, out: list[bytes], depth: int) -> None:
         if depth > MAX_DEPTH:
             msg = f"a value nested deeper than {MAX_DEPTH} levels cannot cross"
-            raise WireError(msg)
+            raise CannotCross(msg)
         cls = type(value)
         if value is None:
             out.append(b"N")
@@ -261,7 +270,7 @@ def _tz_parts(tz: datetime.tzinfo | None) -> Any:
     if type(tz).__module__ == "zoneinfo" and type(key) is str:
         return ("zone", key)
     msg = f"a time zone of type {type(tz).__qualname__} cannot cross"
-    raise WireError(msg)
+    raise CannotCross(msg)
 
 
 def _stdlib_parts(value: Any) -> Any:
@@ -612,6 +621,8 @@ class Peer:
         self.on_released: Callable[[Any], None] = lambda released: None
         # Run before each message is sent (the subject adds what changed to the outbox).
         self.before_send: Callable[[], None] | None = None
+        # The error to answer instead of a value that cannot cross (the side notes a limit).
+        self.on_cannot_cross: Callable[[str], BaseException] = CannotCross
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Encode and write one message whole."""
@@ -709,7 +720,11 @@ class Peer:
             try:
                 value = self._serve(op, args)
                 with self.lock:
-                    body = self.encoder.encode(("r", seq, value))
+                    try:
+                        body = self.encoder.encode(("r", seq, value))
+                    except CannotCross as exc:
+                        reason = f"isolation='process' cannot carry the answer to {op!r}: {exc}"
+                        raise self.on_cannot_cross(reason) from None
             except BaseException as exc:
                 with self.lock:
                     body = self._error_body(seq, exc)
