@@ -15,11 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from realsuites import SUITES, plain_outcomes, stage_suite
 
 from pytest_ldd import sandbox
 from pytest_ldd._sandbox.channel import ChannelLog
 from pytest_ldd.sandbox import run_hidden_tests
-from realsuites import SUITES, plain_outcomes, stage_suite
 
 
 def _carried(test_id: str, limits: Collection[str]) -> bool:

@@ -507,7 +507,8 @@ class Connection:
                 return self.calls.request(op, args)
             except wire.CannotCross as exc:
                 # What the test handed over cannot be encoded: this test's limit.
-                raise self.refuse(f"isolation='process' cannot carry what was handed over: {exc}") from None
+                reason = f"isolation='process' cannot carry what was handed over: {exc}"
+                raise self.refuse(reason) from None
             except wire.WireError as exc:
                 reason = self._break(str(exc))
                 msg = f"process isolation: {reason}"

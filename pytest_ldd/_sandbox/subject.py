@@ -205,7 +205,8 @@ class Subject:
         try:
             return self.calls.request(op, args)
         except wire.CannotCross as exc:
-            raise self.refuse(f"isolation='process' cannot carry what was handed over: {exc}") from None
+            reason = f"isolation='process' cannot carry what was handed over: {exc}"
+            raise self.refuse(reason) from None
 
     def binary(self, op: str, left: Any, right: Any) -> Any:
         return self.request(op, left, right)
