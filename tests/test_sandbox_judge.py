@@ -148,6 +148,22 @@ def test_a_twin_that_passed_is_proof_next_to_a_passing_original_only() -> None:
             "inconclusive",
             "test_b.py::test_z could not be judged: a generator cannot cross",
         ),
+        (
+            {
+                "collect_errors": {"test_a.py": "TypeError: cannot pass a module object"},
+                "inconclusive": [("test_a.py", "cannot pass a module object")],
+            },
+            "inconclusive",
+            "test_a.py could not be judged: cannot pass a module object",
+        ),
+        (
+            {
+                "collect_errors": {"test_a.py": "ImportError: cannot import name 'mul'"},
+                "inconclusive": [("test_b.py", "cannot pass a module object")],
+            },
+            "failed",
+            "collection error in test_a.py",
+        ),
     ],
 )
 def test_only_evidence_against_the_grader_makes_a_verdict_inconclusive(
@@ -159,7 +175,7 @@ def test_only_evidence_against_the_grader_makes_a_verdict_inconclusive(
     if "collect_errors" in change:
         tests = {k: v for k, v in tests.items() if not k.startswith("test_a.py")}
         change.update(collected=set(tests), modules={"test_b.py"})
-    if "inconclusive" in change:
+    if "inconclusive" in change and "collect_errors" not in change:
         tests["test_b.py::test_z"] = "failed"
     judgement = _judged(tests, returncode=returncode, **change)
     assert _state(judgement) == state, judgement.reason
@@ -243,3 +259,16 @@ def test_a_parameter_id_may_hold_colons_and_brackets() -> None:
     assert _base("tests/test_u.py::test_x[https://[::1]:80/]") == "tests/test_u.py::test_x"
     assert _base("test_u.py::Class::test_y[a::b]") == "test_u.py::Class::test_y"
     assert _base("test_u.py::test_z") == "test_u.py::test_z"
+
+
+def test_the_hidden_tests_own_limits_are_named_before_a_canarys() -> None:
+    carried = [
+        ("test_a.py::test_x_values", "a twin met it"),
+        ("test_a.py::test_round", "a canary met it"),
+        ("test_b.py::test_z", "a generator cannot cross"),
+    ]
+    judgement = _judged({**CLEAN, "test_b.py::test_z": "failed"}, inconclusive=carried)
+    assert _state(judgement) == "inconclusive"
+    assert judgement.reason.startswith(
+        "test_b.py::test_z could not be judged: a generator cannot cross;"
+    )

@@ -24,7 +24,10 @@ __all__ = ["ISOLATIONS", "check_isolation", "stage_judge"]
 ISOLATIONS = ("process", "inprocess")
 _HERE = Path(__file__).parent
 # The runner's own files (runner.py, confinement.py, integrity.py) are staged already.
-_FILES = ("judge_runner.py", "wire.py", "proxies.py", "subject.py")
+_FILES = (
+    "judge_runner.py", "wire.py", "handles.py", "stubs.py", "calls.py", "boot.py", "rng.py",
+    "proxies.py", "subject.py",
+)  # fmt: skip
 
 
 def check_isolation(isolation: object) -> str:

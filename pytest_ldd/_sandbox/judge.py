@@ -156,10 +156,13 @@ def judge(
     }
     if by_twins:
         found.grader.append(f"the twin canaries made {_names(by_twins)} fail to collect")
-    elif log.collect_errors:
-        found.failures.append(
-            f"collection error in {_names(e or '.' for e in log.collect_errors)}"
-        )
+    # A collection error where the isolation could not carry what the file needed
+    # while it was collected (an ``inconclusive`` record of that file) is the grader's.
+    carried = {test_id for test_id, _ in log.inconclusive if test_id}
+    not_collected = {where for where in log.collect_errors if (where or ".") in carried}
+    unexplained = [e for e in log.collect_errors if e not in by_twins | not_collected]
+    if unexplained and not by_twins:
+        found.failures.append(f"collection error in {_names(e or '.' for e in unexplained)}")
 
     outcomes = {i: o for i, o in log.tests.items() if _base(i) not in canaries}
     reported_bases = {_base(i) for i in outcomes}
@@ -203,14 +206,18 @@ def judge(
             )
             break
     # Tests the isolation could not carry: the grader's, not failures of the workspace.
-    carried = {test_id for test_id, _ in log.inconclusive if test_id}
-    for test_id, detail in log.inconclusive[:_NAMED]:
+    # The hidden tests' own first: a canary's id means nothing to the reader.
+    limits = sorted(log.inconclusive, key=lambda limit: _base(limit[0]) in canaries)
+    for test_id, detail in limits[:_NAMED]:
         found.grader.append(f"{test_id or 'the run'} could not be judged: {detail}")
     not_carried = {i for i in outcomes if i in carried or _base(i) in carried}
     failing = {
         i: o
         for i, o in outcomes.items()
-        if o != "passed" and i not in not_carried and not _under(i, by_twins)
+        if o != "passed"
+        and i not in not_carried
+        and not _under(i, by_twins)
+        and not _under(i, not_collected)
     }
     if failing:
         found.failures.append(

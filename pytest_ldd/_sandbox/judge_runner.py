@@ -1,8 +1,9 @@
 """The judge process of ``isolation="process"``: pytest on the hidden tests, no workspace code.
 
-The parent copies this file beside ``runner.py``, ``wire.py``, ``proxies.py`` and
-``subject.py`` and runs it as ``python -I -B -X utf8 judge_runner.py`` with this
-interpreter (the ``python=`` wrapper applies to the subject alone).  It reads its
+The parent copies this file beside ``runner.py`` and the modules of process isolation
+(``wire``, ``handles``, ``stubs``, ``calls``, ``boot``, ``proxies``, ``subject``) and
+runs it as ``python -I -B -X utf8 judge_runner.py`` with this interpreter (the
+``python=`` wrapper applies to the subject alone).  It reads its
 settings from standard input as the in-process runner does, applies the same limits
 and environment scrubbing, and reports through the same authenticated channel
 (``runner.Channel`` and ``runner.Reporter``).  Then it
@@ -37,8 +38,8 @@ from types import ModuleType
 from typing import Any
 
 _HERE = Path(__file__).resolve().parent
-# What the subject gets over its pipe, in this order: it confines itself first.
-_SUBJECT_SOURCES = ("confinement", "wire", "subject")
+# The modules of process isolation, in the order they load (each may use the earlier).
+_JUDGE_MODULES = ("wire", "handles", "stubs", "calls", "boot", "rng", "proxies")
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -81,8 +82,10 @@ def main() -> int:
     os.dup2(devnull, 0)
     os.close(devnull)
     runner = _load("_ldd_runner", _HERE / "runner.py")
-    _load("_ldd_wire", _HERE / "wire.py")
-    proxies = _load("_ldd_proxies", _HERE / "proxies.py")
+    for name in _JUDGE_MODULES:
+        _load(f"_ldd_{name}", _HERE / f"{name}.py")
+    proxies = sys.modules["_ldd_proxies"]
+    boot = sys.modules["_ldd_boot"]
     runner._apply_limits(settings["limits"])
     runner._scrub_environment()
     fd = int(settings["fd"])
@@ -93,7 +96,9 @@ def main() -> int:
     guard_rewrite = runner.guard_suite(settings, channel, refuse=settings["writable"])
     _not_dumpable()
     subject = settings["subject"]
-    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in _SUBJECT_SOURCES}
+    # The subject confines itself first, then loads the modules it serves with.
+    names = ("confinement", *boot.SUBJECT_MODULES)
+    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in names}
     try:
         connection = proxies.Connection.start(
             subject["argv"],
@@ -106,7 +111,6 @@ def main() -> int:
     except OSError as exc:
         channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")
         return 3
-    proxies._CONNECTION = connection  # type: ignore[attr-defined]
     try:
         import pytest
     except ImportError as exc:
@@ -121,18 +125,19 @@ def main() -> int:
         return 3
     confined = connection.confinement
     channel.send("confinement", level=confined["level"], detail=confined["detail"])
+    connection.random.install()
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
-    sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"]))
+    sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"], connection))
     reporter = runner.Reporter(channel, [])
-    # Comparisons with workspace objects run in the subject: every proxy is probed.
+    # Comparisons with workspace objects run in the subject: every stand-in is probed.
     probes = runner.load_sibling("probes")
     probes.guard_comparisons(
         str(settings["suite"]),
         lambda detail: channel.send("liar", id=reporter.current, detail=detail),
-        workspace_like=lambda value: type.__subclasscheck__(proxies.Proxy, type(value)),
+        workspace_like=proxies.is_stand_in,
         opaque=probes.opaque_probe(crossing=True),
     )
-    guard = proxies.isolation_guard(pytest, connection)
+    guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)
     connection.close()

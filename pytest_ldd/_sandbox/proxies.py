@@ -4,29 +4,27 @@ The judge process runs pytest on the hidden tests and never imports, executes or
 unpickles anything of the workspace.  A meta-path finder, last on ``sys.meta_path``
 (so the standard library, installed modules and the hidden folder's own modules
 always resolve first and normally), answers imports of modules that live in the
-workspace's ``pythonpath`` folders with a :class:`ProxyModule`.  Every attribute
-read, call, operator, iteration and comparison on a proxy is a request to the
-subject process (:mod:`subject`); the answer is data (:mod:`wire`) or a handle the
-judge wraps in a proxy again:
+workspace's ``pythonpath`` folders with a :class:`ProxyModule`.  Every use of a
+workspace object is a request to the subject process (:mod:`subject`), and what
+comes back is data (:mod:`wire`) or a stand-in (:mod:`stubs`).
 
-- an object becomes a :class:`Proxy` of a class made for its remote type, with
-  exactly the special methods the remote type has (so ``callable``, ``len``,
-  ``iter`` and the ``collections.abc`` checks see what the workspace defined);
-- a class becomes a :class:`RemoteClass`: calling it constructs remotely, and
-  ``isinstance(obj, mod.Cls)`` is decided from the remote MRO the subject reported;
-- an exception class becomes a judge-side exception type with the same qualified
-  name, mirroring its workspace bases down to the builtin ones, so
-  ``pytest.raises(mod.ParseError)``, ``pytest.raises(ValueError)`` and
-  ``except KeyError`` behave as in-process; builtin exceptions are re-raised as
-  themselves, the subject's traceback chained as their cause.
+A :class:`Connection` is one conversation with one subject.  It is made of
+:class:`boot.Boot` (the process, its handshake, its deadlines), a
+:class:`handles.HandleTable` (numbers both ways, lifetimes), the stand-in maker and
+:class:`calls.Calls` (requests, answers and errors on the wire), and it adds what is
+the judge's alone: the lock that keeps one request in flight, the policy of what the
+subject may do with the judge's objects (:class:`JudgePolicy`), and the record of
+failures and limits the guard plugin turns into outcomes.
 
-Judge callables passed to workspace code (a ``key=`` function, a monkeypatched
-fake, a mock) cross as references the subject can only call.  Any other judge
-object cannot cross: :class:`IsolationError`.  A subject that dies, hangs past the
-verdict's deadline, floods or breaks the protocol raises :class:`SubjectError`; both
-derive from ``BaseException``, so a test's ``except Exception`` or
-``pytest.raises(Exception)`` cannot swallow them, and the judge's plugin fails the
-test whatever it catches.
+Judge objects handed to workspace code -- callables, generators and iterators,
+instances of the tests' classes, mocks, exceptions -- cross as handles the subject
+uses through requests; :class:`JudgePolicy` refuses what would hand it more than the
+object it was given (a module, a frame, ``__globals__``, pytest's own objects, a
+function that opens files or runs code).  What cannot cross is a *limit*: the test
+that met it makes the verdict inconclusive.  A subject that dies, hangs past the
+verdict's deadline, floods or breaks the protocol raises :class:`SubjectError` and
+fails the test.  Both errors derive from ``BaseException``, so a test's ``except
+Exception`` or ``pytest.raises(Exception)`` cannot swallow them.
 
 Like the runner, this file imports only the standard library (and pytest, in the
 plugin hooks); the judge loads it from a file.
@@ -34,402 +32,348 @@ plugin hooks); the judge loads it from a file.
 
 from __future__ import annotations
 
-import builtins
-import contextlib
+import importlib
 import importlib.abc
 import importlib.machinery
 import os
-import select
-import subprocess
 import sys
 import threading
-import time
-import traceback
 import types
-import weakref
-from collections.abc import Iterator, Mapping, Sequence
+import unittest
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-if "_ldd_wire" in sys.modules:  # loaded from a file by the judge's runner
-    wire: Any = sys.modules["_ldd_wire"]
-else:  # imported from the package (tests, the parent)
-    from pytest_ldd._sandbox import wire
+if TYPE_CHECKING:
+    from pytest_ldd._sandbox import boot, calls, handles, rng, stubs, wire
+else:
+
+    def _sibling(name: str) -> Any:
+        return sys.modules.get(f"_ldd_{name}") or importlib.import_module(
+            f"pytest_ldd._sandbox.{name}"
+        )
+
+    wire, handles, stubs, calls, boot, rng = map(
+        _sibling, ("wire", "handles", "stubs", "calls", "boot", "rng")
+    )
+
+IsolationError = calls.IsolationError
+SubjectError = calls.SubjectError
+Proxy = stubs.Proxy
+
+
+def is_stand_in(value: Any) -> bool:
+    """Whether ``value`` stands for a workspace object: its comparisons run in the subject.
+
+    Proxies, value mirrors (an ``IntEnum`` member, a named tuple, a ``str`` subclass of
+    the workspace) and stand-in classes are; a mirrored exception is not (its
+    comparisons are the exception's own).
+    """
+    kind = type(value)
+    return (
+        type.__subclasscheck__(stubs.Proxy, kind)
+        or type.__subclasscheck__(stubs.ValueProxy, kind)
+        or isinstance(value, stubs.RemoteMeta)
+    )
 
 __all__ = [
     "Connection",
     "IsolationError",
+    "JudgePolicy",
     "Proxy",
     "ProxyModule",
-    "RemoteClass",
     "SubjectError",
     "WorkspaceFinder",
+    "is_stand_in",
     "isolation_guard",
 ]
 
-# Bytes the subject may send over the whole run before it counts as flooding.
-BUDGET_BYTES = 512 * 1024 * 1024
-_TEXT_CHARS = 20_000
-_HELLO_S = 30.0
-
-
-class SubjectError(BaseException):
-    """The subject process died, hung, flooded or sent something that is not the protocol."""
-
-
-class IsolationError(BaseException):
-    """Something the hidden tests asked for cannot cross between the judge and the subject."""
-
-
-class RemoteTraceback(Exception):
-    """The subject's traceback of an exception, chained as the judge-side exception's cause."""
-
-    def __str__(self) -> str:
-        return "\n" + str(self.args[0] if self.args else "")
-
-
-_CONNECTION: Connection | None = None
-
-
-def _conn() -> Connection:
-    if _CONNECTION is None:
-        msg = "process isolation: no subject process is connected"
-        raise SubjectError(msg)
-    return _CONNECTION
-
-
-def _not_crossable(obj: Any) -> IsolationError:
-    cls = type(obj)
-    name = f"{cls.__module__}.{cls.__qualname__}"
-    msg = (
-        f"isolation='process' cannot pass a judge object of type {name} to workspace code"
-        " (only data, workspace objects and callables cross); use isolation='inprocess'"
-    )
-    return IsolationError(msg)
-
-
-# -- proxies -------------------------------------------------------------------------
-
-
-class Proxy:
-    """A workspace object that lives in the subject; every use of it is a request there."""
-
-    __slots__ = ("__weakref__", "_ldd_id")
-    _ldd_mro: frozenset[int] = frozenset()
-    _ldd_name = "object"
-
-    def __getattr__(self, name: str) -> Any:
-        if name.startswith("_ldd_"):
-            raise AttributeError(name)
-        return _remote_attribute(self, name)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name.startswith("_ldd_"):
-            object.__setattr__(self, name, value)
-        else:
-            _conn().request("setattr", self, name, value)
-
-    def __delattr__(self, name: str) -> None:
-        _conn().request("delattr", self, name)
-
-    def __dir__(self) -> list[str]:
-        return list(_conn().request("dir", self))
-
-    def __repr__(self) -> str:
-        return str(_conn().request("repr", self))
-
-    def __str__(self) -> str:
-        return str(_conn().request("str", self))
-
-    def __format__(self, spec: str) -> str:
-        return str(_conn().request("format", self, spec))
-
-    def __eq__(self, other: object) -> Any:
-        return _binary("eq", self, other)
-
-    def __ne__(self, other: object) -> Any:
-        return _binary("ne", self, other)
-
-    def __lt__(self, other: object) -> Any:
-        return _binary("lt", self, other)
-
-    def __le__(self, other: object) -> Any:
-        return _binary("le", self, other)
-
-    def __gt__(self, other: object) -> Any:
-        return _binary("gt", self, other)
-
-    def __ge__(self, other: object) -> Any:
-        return _binary("ge", self, other)
-
-    def __hash__(self) -> int:
-        value = _conn().request("hash", self)
-        if type(value) is not int:
-            raise _conn().protocol(f"the subject answered hash() with {type(value).__name__}")
-        return value
-
-    def __copy__(self) -> Any:
-        return _conn().request("copy", self)
-
-    def __deepcopy__(self, memo: Any) -> Any:
-        return _conn().request("deepcopy", self)
-
-    def __reduce_ex__(self, protocol: Any) -> Any:
-        msg = (
-            f"isolation='process' cannot pickle the workspace object {self._ldd_name}: it"
-            " lives in the subject process; use isolation='inprocess'"
-        )
-        raise IsolationError(msg)
-
-    def __del__(self) -> None:
-        connection = _CONNECTION
-        if connection is not None and not connection.broken:
-            connection.released(self._ldd_id)
-
-
-def _remote_attribute(obj: Any, name: str) -> Any:
-    """``getattr`` in the subject.
-
-    Once the subject is gone, a special name reads as missing: ``hasattr`` probes of
-    pytest's own reporting (``inspect.getmodule`` asks every module for ``__file__``)
-    must not turn into an internal error.  The test in progress fails all the same,
-    since the guard saw the failure.
-    """
-    try:
-        return _conn().request("getattr", obj, name)
-    except SubjectError:
-        if name.startswith("__") and name.endswith("__"):
-            raise AttributeError(name) from None
-        raise
-
-
-def _binary(op: str, left: Any, right: Any) -> Any:
-    try:
-        return _conn().request(op, left, right, isolate=False)
-    except IsolationError:
-        return NotImplemented
-
-
-def _method(op: str, arity: int) -> Any:
-    if arity == 0:
-
-        def unary(self: Proxy) -> Any:
-            return _conn().request(op, self)
-
-        return unary
-    if arity == 1:
-
-        def binary(self: Proxy, other: Any) -> Any:
-            return _binary(op, self, other)
-
-        return binary
-
-    def many(self: Proxy, *args: Any) -> Any:
-        return _conn().request(op, self, *args)
-
-    return many
-
-
-def _reflected(op: str) -> Any:
-    def method(self: Proxy, other: Any) -> Any:
-        return _binary(op, other, self)
-
-    return method
-
-
-_MUTABLE = (list, dict, set)
-
-
-def _call(self: Any, *args: Any, **kwargs: Any) -> Any:
-    """Call remotely; lists, dicts and sets passed as arguments get the callee's changes.
-
-    The containers cross as copies, so a workspace function that sorts or fills its
-    argument in place would otherwise change only its copy.
-    """
-    positions = tuple(i for i, arg in enumerate(args) if type(arg) in _MUTABLE)
-    names = tuple(name for name, arg in kwargs.items() if type(arg) in _MUTABLE)
-    if not positions and not names:
-        return _conn().request("call", self, args, kwargs)
-    answer = _conn().request("callsync", self, args, kwargs, positions, names)
-    given = [args[i] for i in positions] + [kwargs[name] for name in names]
-    if type(answer) is not tuple or len(answer) != 2 or type(answer[1]) is not tuple:
-        raise _conn().protocol("the subject answered a call in the wrong shape")
-    result, states = answer
-    if len(states) != len(given):
-        raise _conn().protocol("the subject answered a call with the wrong arguments")
-    for original, state in zip(given, states, strict=True):
-        if type(state) is not type(original):
-            raise _conn().protocol("the subject changed the type of an argument")
-        if state != original:
-            if type(original) is list:
-                original[:] = state
-            else:
-                original.clear()
-                original.update(state)
-    return result
-
-
-def _len(self: Proxy) -> int:
-    value = _conn().request("len", self)
-    if type(value) is not int:
-        raise _conn().protocol(f"the subject answered len() with {type(value).__name__}")
-    return value
-
-
-def _bool(self: Proxy) -> bool:
-    return _conn().request("bool", self) is True
-
-
-def _contains(self: Proxy, item: Any) -> bool:
-    return _conn().request("contains", self, item) is True
-
-
-def _exit(self: Proxy, cls: Any, exc: Any, tb: Any) -> Any:
-    kind = cls if cls is None or cls.__module__ == "builtins" else Exception
-    return _conn().request("exit", self, kind, None, None)
-
-
-_NUMERIC = (
-    "add",
-    "sub",
-    "mul",
-    "truediv",
-    "floordiv",
-    "mod",
-    "pow",
-    "matmul",
-    "lshift",
-    "rshift",
-    "and",
-    "or",
-    "xor",
+_MEMORY = (
+    "the test measures memory with tracemalloc in the judge, where workspace objects"
+    " are stand-ins: what the subject allocates is not counted"
 )
+_READ_AHEAD = (
+    "a workspace iterator was read in a batch ahead of a consumer that stopped early:"
+    " its state may differ from what one process would show"
+)
+# Bytes the subject may send during one test (or collection) before it counts as
+# flooding; a long suite of honest tests sends far more than this in all.
+BUDGET_BYTES = 512 * 1024 * 1024
+_REASON_CHARS = 2000
 
 
-def _special_methods() -> dict[str, Any]:
-    table: dict[str, Any] = {
-        "__call__": _call,
-        "__len__": _len,
-        "__bool__": _bool,
-        "__contains__": _contains,
-        "__iter__": _method("iter", 0),
-        "__next__": _method("next", 0),
-        "__reversed__": _method("reversed", 0),
-        "__getitem__": _method("getitem", 2),
-        "__setitem__": _method("setitem", 2),
-        "__delitem__": _method("delitem", 2),
-        "__enter__": _method("enter", 0),
-        "__exit__": _exit,
-        "__round__": _method("round", 2),
+# -- what the subject may do with the judge's objects --------------------------------------
+
+# Modules whose functions and classes touch the file system, processes, the
+# interpreter, code or other objects' attributes: the subject may not call them in the
+# judge, nor even hold them.
+_CLOSED_MODULES = frozenset(
+    {
+        "os", "posix", "nt", "posixpath", "ntpath", "sys", "gc", "subprocess",
+        "_posixsubprocess", "shutil", "importlib", "_imp", "zipimport", "ctypes", "_ctypes",
+        "pickle", "_pickle", "copyreg", "marshal", "io", "_io", "socket", "_socket",
+        "signal", "_signal", "pty", "fcntl", "mmap", "resource", "multiprocessing",
+        "runpy", "code", "codeop", "pdb", "bdb", "inspect", "linecache", "tokenize",
+        "tempfile", "pathlib", "glob", "zipfile", "tarfile", "atexit", "faulthandler",
+        "tracemalloc", "sysconfig", "site", "webbrowser", "urllib", "http", "ftplib",
+        "smtplib", "_thread", "threading", "asyncio", "concurrent", "types", "string",
+        "unittest", "_pytest", "pytest", "pluggy", "py", "_ldd",
     }
-    for name in _NUMERIC:
-        table[f"__{name}__"] = _method(name, 1)
-        table[f"__r{name}__"] = _reflected(name)
-    for name in ["iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ior", "iand", "ixor"]:
-        table[f"__{name}__"] = _method(name, 1)
-    for name in ["neg", "pos", "abs", "invert", "int", "float", "index", "complex"]:
-        table[f"__{name}__"] = _method(name, 0)
-    return table
+)  # fmt: skip
+# Objects of these modules stay the judge's, whatever their class: its machinery.
+_JUDGE_MACHINERY = frozenset({"_pytest", "pytest", "pluggy", "py", "_ldd"})
+# Builtin functions the subject may have: those that do not reach beyond their arguments.
+_OPEN_BUILTINS = frozenset(
+    {
+        "abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format", "hash",
+        "hex", "id", "isinstance", "issubclass", "iter", "len", "max", "min", "next", "oct",
+        "ord", "pow", "repr", "round", "sorted", "sum", "aiter", "anext",
+    }
+)  # fmt: skip
+# Methods of builtin types that read arbitrary attributes of their arguments.
+_REFLECTIVE_METHODS = frozenset(
+    {
+        "format",
+        "format_map",
+        "__getattribute__",
+        "__setattr__",
+        "__delattr__",
+        "__init__",
+        "__new__",
+        "__subclasses__",
+        "__reduce__",
+        "__reduce_ex__",
+        "__init_subclass__",
+    }
+)
+# The types of methods of builtin types taken from the class (``str.format``).
+_UNBOUND = (
+    types.MethodDescriptorType,
+    types.WrapperDescriptorType,
+    types.ClassMethodDescriptorType,
+)
+# Classes of open modules that still read or run what their arguments name.
+_CLOSED_CLASSES = frozenset(
+    {
+        ("operator", "attrgetter"),
+        ("operator", "methodcaller"),
+        ("functools", "singledispatchmethod"),
+        ("string", "Formatter"),
+        ("dataclasses", "make_dataclass"),
+    }
+)
+# Attributes of judge objects the subject may read, among the dunder names: what
+# introspection and the protocols read, never a way into the judge's globals, frames,
+# code or other objects.
+_READABLE = frozenset(
+    {
+        "__name__", "__qualname__", "__module__", "__doc__", "__annotations__",
+        "__wrapped__", "__dict__", "__defaults__", "__kwdefaults__", "__text_signature__",
+        "__isabstractmethod__", "__func__", "__mro__", "__bases__", "__dataclass_fields__",
+        "__dataclass_params__", "__attrs_attrs__", "__slots__", "__match_args__",
+        "__members__", "__origin__", "__args__", "__parameters__", "__orig_bases__",
+        "__class_getitem__", "__version__", "__all__", "__fields__", "__notes__",
+        "__cause__", "__context__", "__suppress_context__",
+    }
+    | handles.SPECIAL_NAMES
+)  # fmt: skip
+_SETTABLE = frozenset(
+    {"__doc__", "__name__", "__qualname__", "__module__", "__wrapped__", "__signature__"}
+)
+# Operations the subject may ask of judge objects (not imports, nor module namespaces).
+_SERVED = frozenset(calls.OPS)
+# Operations that only compare or print a class, which any class may be asked.
+_ON_ANY_CLASS = frozenset({"repr", "str", "format", "hash", "eq", "ne", "bool", "dir"})
 
 
-_SPECIAL = _special_methods()
-# The special methods a subject may report for its types (``subject.SPECIAL``).
-SPECIAL_NAMES = frozenset(_SPECIAL)
-
-
-class RemoteClass(Proxy):
-    """A workspace class: calling it constructs in the subject; ``isinstance`` works."""
+class Withheld:
+    """What the judge takes for a class of its own the subject named but may not use."""
 
     __slots__ = ()
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return _call(self, *args, **kwargs)
+    def __repr__(self) -> str:
+        return "<a class of the judge that workspace code may not use>"
 
-    def __instancecheck__(self, obj: Any) -> bool:
-        mro = getattr(type(obj), "_ldd_mro", None)
-        return mro is not None and self._ldd_id in mro
 
-    def __subclasscheck__(self, cls: Any) -> bool:
-        if isinstance(cls, RemoteClass):
-            record = _conn().classes.get(cls._ldd_id)
-            return record is not None and self._ldd_id in record.mro
-        mro = getattr(cls, "_ldd_mro", None)
-        return mro is not None and self._ldd_id in mro
+def _top(module: Any) -> str:
+    name = module if type(module) is str else ""
+    top = name.partition(".")[0]
+    return "_ldd" if top.startswith("_ldd_") else top
 
-    def __mro_entries__(self, bases: tuple[Any, ...]) -> tuple[type, ...]:
-        record = _conn().classes.get(self._ldd_id)
-        name = record.qualname if record else "?"
-        msg = (
-            f"isolation='process' cannot subclass the workspace class {name} in the hidden"
-            " tests: it lives in the subject process; use isolation='inprocess'"
+
+def _module_of_class(cls: type) -> str:
+    module = type.__dict__["__module__"].__get__(cls)
+    return module if type(module) is str else ""
+
+
+class JudgePolicy:
+    """What the subject may receive from the judge, and do with what it received.
+
+    The subject may use what a test handed it as the test could: call it, iterate it,
+    read its attributes, compare it.  It may not reach *through* it, even with crafted
+    requests naming any handle it was ever given (the classes of the objects it got
+    included):
+
+    - no module, frame, traceback, code object or cell crosses, nor any object of
+      pytest's or the runner's, nor a function or class of a module that opens files,
+      runs processes or code, or reads attributes by name (:data:`_CLOSED_MODULES`);
+    - no dunder attribute is read outside the introspection ones (``__globals__``,
+      ``__closure__``, ``__code__``, ``__self__``, ``__class__`` are not);
+    - a class is called, or its attributes read, only when it is neither a builtin
+      type nor one of a closed module (so ``type(f)(code, globals)`` cannot be
+      built in the judge);
+    - no attribute of a class, a module or a test class's instance is set, and no
+      dunder attribute outside a function's name and docs.
+
+    A refusal is an :class:`IsolationError`: a limit of the isolation, which makes the
+    verdict inconclusive, never a failure of the workspace.
+    """
+
+    def __init__(self, limit: Callable[[str], None] = lambda reason: None) -> None:
+        self._by_type: dict[type, str | None] = {}
+        self._limit = limit
+
+    # -- lending ------------------------------------------------------------------------
+    def check_lend(self, obj: Any) -> bool:
+        """Whether ``obj`` crosses as a handle; :class:`IsolationError` if not at all.
+
+        A class crosses always, since the subject needs it to make the type of the
+        objects it gets; but one it may not use (a builtin type, a closed module's) is
+        only described, and naming it back in a request is refused.
+        """
+        if isinstance(obj, type):
+            return self._class_refusal(obj) is None
+        reason = self.refusal(obj)
+        if reason is not None:
+            msg = (
+                f"isolation='process' cannot pass {reason} to workspace code;"
+                " use isolation='inprocess'"
+            )
+            raise IsolationError(msg)
+        return True
+
+    def described_only(self, number: int) -> Any:
+        """A :class:`Withheld` placeholder for a class the subject may not use, and a limit."""
+        self._limit(
+            "isolation='process' does not let workspace code use a class of the judge"
+            " it only knows as the type of an object (a builtin type, or one that reaches"
+            " the file system or code)"
         )
-        raise IsolationError(msg)
+        return Withheld()
 
+    def refusal(self, obj: Any) -> str | None:
+        """Why ``obj`` may not cross, or None."""
+        if isinstance(obj, type):
+            return self._class_refusal(obj)
+        cls = type(obj)
+        try:
+            known = self._by_type[cls]
+        except KeyError:
+            known = self._by_type[cls] = self._instance_refusal(cls)
+        if known is not None:
+            return known
+        if cls is types.FunctionType or cls is types.BuiltinFunctionType:
+            return self._function_refusal(obj)
+        if cls is types.MethodType:
+            return self.refusal(obj.__func__)
+        if cls in _UNBOUND and getattr(obj, "__name__", None) in _REFLECTIVE_METHODS:
+            # str.format(spec, obj) reads the attributes the spec names, of any object.
+            return f"the method {getattr(obj, '__qualname__', '?')}"
+        return None
 
-class _ExceptionMeta(type):
-    """The metaclass of judge-side workspace exception types: handles count as instances."""
+    @staticmethod
+    def _instance_refusal(cls: type) -> str | None:
+        kinds = (types.ModuleType, types.FrameType, types.TracebackType, types.CodeType,
+                 types.CellType)  # fmt: skip
+        if issubclass(cls, kinds):
+            return f"a {cls.__name__} object"
+        module = _module_of_class(cls)
+        name = f"{module}.{cls.__qualname__}"
+        if issubclass(cls, BaseException):
+            return None
+        if _top(module) in _JUDGE_MACHINERY:
+            return f"an object of the judge's own machinery ({name})"
+        if _top(module) == "unittest" and not module.startswith("unittest.mock"):
+            return f"an object of the test runner ({name})"
+        return None
 
-    def __instancecheck__(cls, obj: Any) -> bool:
-        if type.__instancecheck__(cls, obj):
-            return True
-        mro = getattr(type(obj), "_ldd_mro", None)
-        own = cls.__dict__.get("_ldd_id")
-        return mro is not None and own is not None and own in mro
+    @staticmethod
+    def _function_refusal(function: Any) -> str | None:
+        owner = getattr(function, "__self__", None)
+        name = getattr(function, "__qualname__", None) or getattr(function, "__name__", "?")
+        module: Any = None
+        if isinstance(function, types.BuiltinFunctionType):
+            if isinstance(owner, types.ModuleType):
+                module = owner.__name__
+                if module == "builtins":
+                    short = function.__name__
+                    return None if short in _OPEN_BUILTINS else f"the builtin {short}()"
+            elif isinstance(owner, type) and function.__name__ in _REFLECTIVE_METHODS:
+                return f"the method {name}"
+            else:
+                return None  # a method of an object the test handed over
+        else:
+            module = getattr(function, "__module__", None)
+        if _top(module) in _CLOSED_MODULES and not str(module).startswith("unittest.mock"):
+            return f"the function {module}.{name}"
+        return None
 
+    @staticmethod
+    def _class_refusal(cls: type) -> str | None:
+        """Why the subject may not call ``cls``, read its attributes or name it, or None."""
+        module = _module_of_class(cls)
+        qualname = type.__dict__["__qualname__"].__get__(cls)
+        if module == "builtins":
+            # Builtin types cross by name; the others (function, code, generator, ...)
+            # only describe their instances and are never used in the judge.
+            return f"the builtin type {qualname}"
+        top = _top(module)
+        closed = top in _CLOSED_MODULES and not module.startswith("unittest.mock")
+        if closed or (module, qualname) in _CLOSED_CLASSES or (top, qualname) in _CLOSED_CLASSES:
+            return f"the class {module}.{qualname}"
+        return None
 
-def _exception_str(self: BaseException) -> str:
-    text = self.__dict__.get("_ldd_text")
-    return str(text) if text is not None else BaseException.__str__(self)
+    # -- serving ------------------------------------------------------------------------
+    def check_op(self, op: str, args: tuple[Any, ...]) -> None:
+        """Raise :class:`IsolationError` when the subject may not ask ``op`` of the judge."""
+        if op not in _SERVED:
+            msg = f"the subject may not ask the judge to {op!r:.40}"
+            raise IsolationError(msg)
+        target = args[0] if args else None
+        if isinstance(target, type) and op not in _ON_ANY_CLASS:
+            reason = self._class_refusal(target)
+            if reason is not None:
+                msg = f"isolation='process' does not let workspace code use {reason} in the judge"
+                raise IsolationError(msg)
+        if op in ("call", "callsync"):
+            reason = self.refusal(target)
+            if reason is not None:
+                msg = f"isolation='process' does not let workspace code call {reason} in the judge"
+                raise IsolationError(msg)
+        if op in ("getattr", "setattr", "delattr"):
+            if len(args) < 2 or type(args[1]) is not str:
+                msg = "an attribute request without a name"
+                raise IsolationError(msg)
+            self._check_name(op, target, args[1])
 
-
-def _exception_getattr(self: BaseException, name: str) -> Any:
-    ref = self.__dict__.get("_ldd_ref")
-    if ref is None or name.startswith(("_ldd_", "__")):
-        raise AttributeError(name)
-    return getattr(ref, name)
-
-
-class _ClassRecord:
-    """What the subject reported about one of its classes."""
-
-    __slots__ = (
-        "bases",
-        "builtin",
-        "hashable",
-        "is_exception",
-        "judge_class",
-        "module",
-        "mro",
-        "qualname",
-        "special",
-    )  # fmt: skip
-
-    def __init__(self, raw: Any, classes: dict[int, _ClassRecord]) -> None:
-        if type(raw) is not tuple or len(raw) != 7:
-            msg = "a malformed class record"
-            raise wire.WireError(msg)
-        module, qualname, bases, special, builtin, hashable, is_exception = raw
-        if type(module) is not str or type(qualname) is not str or type(bases) is not tuple:
-            msg = "a malformed class record"
-            raise wire.WireError(msg)
-        if not all(type(b) is int and b in classes for b in bases):
-            msg = "a class record names bases the subject never described"
-            raise wire.WireError(msg)
-        if type(special) is not tuple or not set(special) <= SPECIAL_NAMES:
-            msg = "a class record lists unknown special methods"
-            raise wire.WireError(msg)
-        self.module = module[:200]
-        self.qualname = qualname[:200]
-        self.bases = bases
-        self.special = frozenset(special)
-        self.builtin = builtin if type(builtin) is str else None
-        self.hashable = hashable is True
-        self.is_exception = is_exception is True
-        mro: set[int] = set()
-        for base in bases:
-            mro |= classes[base].mro
-        self.mro: frozenset[int] = frozenset(mro)
-        self.judge_class: Any = None
+    @staticmethod
+    def _check_name(op: str, obj: Any, name: str) -> None:
+        dunder = name.startswith("__") and name.endswith("__")
+        if name.startswith("_ldd_") or (dunder and name not in _READABLE):
+            msg = f"isolation='process' does not let workspace code read {name} of a judge object"
+            raise IsolationError(msg)
+        if op == "getattr":
+            return
+        if (
+            isinstance(obj, (type, types.ModuleType, unittest.TestCase))
+            or type(obj).__name__.startswith("Test")
+            or (dunder and name not in _SETTABLE)
+        ):
+            msg = (
+                f"isolation='process' does not let workspace code change {name} of"
+                f" {type(obj).__qualname__} in the judge; use isolation='inprocess'"
+            )
+            raise IsolationError(msg)
 
 
 # -- the connection ------------------------------------------------------------------
@@ -456,38 +400,40 @@ def _is_hello(payload: Any) -> bool:
 class Connection:
     """The judge's end of the conversation with one subject process."""
 
-    def __init__(self, proc: subprocess.Popen[bytes], deadline: float) -> None:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        self.proc = proc
-        self.deadline = deadline
-        self.broken: str | None = None
+    def __init__(self, boot_: boot.Boot, workspace: Sequence[str] = ()) -> None:
+        self.boot = boot_
         self.failures: list[str] = []
-        self.classes: dict[int, _ClassRecord] = {}
-        self.proxy_types: dict[int, type] = {}
-        self.objects: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
-        self.strong: dict[int, Any] = {}
-        self.judge_objects: dict[int, Any] = {}
-        self.judge_ids: dict[int, int] = {}
-        self.pending_release: set[int] = set()
+        self.limits: list[str] = []
         self.lock = threading.RLock()
         self.started = False
-        read_fd, write_fd = proc.stdout.fileno(), proc.stdin.fileno()
-        os.set_blocking(read_fd, False)
-        os.set_blocking(write_fd, False)
-        self.peer = wire.Peer(
-            read_fd,
-            write_fd,
-            encoder=wire.Encoder(self._reference),
-            decoder=wire.Decoder({b"H": self._resolve, b"J": self._judge_object}),
-            serve=self._serve,
-            fail=self._fail,
-            raise_error=self._raise_error,
-            wait=self._wait,
+        self.table = handles.HandleTable()
+        self.stand_ins = JudgeStandIns(self, self.table, may_import=False)
+        self.drains = stubs.Drains(self)
+        self.random = RandomSync(self)
+        self.policy = JudgePolicy(self.limit)
+        self.calls = calls.Calls(
+            own=b"J",
+            other=b"H",
+            table=self.table,
+            stand_ins=self.stand_ins,
+            ops=calls.OPS,
+            policy=self.policy,
+            read_fd=boot_.read_fd,
+            write_fd=boot_.write_fd,
+            wait=boot_.wait,
             budget=BUDGET_BYTES,
-            spin_s=wire.SPIN_S,
+            lock=self.lock,
         )
-        self.peer.on_output = _printed
+        self.calls.on_error = self._raised
+        self.calls.also_before_send = self.random.before_send
+        self.peer = self.calls.peer
+        self.peer.on_output = self._output
+        self.peer.on_released = self.table.release
+        self.peer.on_cannot_cross = self.refuse
+        self.remote_errors: dict[int, BaseException] = {}
+        # (module number, name) -> the stand-in that ``module.name`` gave; the subject
+        # says when one changes (see subject.ModuleWatch).
+        self.module_attributes: dict[tuple[int, str], Any] = {}
 
     @classmethod
     def start(
@@ -502,50 +448,23 @@ class Connection:
     ) -> Connection:
         """Start the subject and send it its code (it boots while the judge imports pytest).
 
-        ``sources`` holds ``confinement``, ``wire`` and ``subject``, sent in that order;
+        ``sources`` holds ``confinement`` and the modules of ``boot.SUBJECT_MODULES``;
         the subject applies ``confine`` (a :mod:`confinement` policy) before it runs
         anything else.  Never blocks: what the pipe does not take now, :meth:`hello`
         sends.
         """
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            cwd=cwd,
-            close_fds=True,
+        settings = {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
+        started = boot.Boot.start(
+            argv, cwd=cwd, sources=sources, settings=settings, deadline=deadline
         )
-        connection = cls(proc, deadline)
-        settings: dict[str, Any] = {
-            "pythonpath": list(pythonpath),
-            "confine": dict(confine or {"mode": "none"}),
-        }
-        settings |= {k: len(v) for k, v in sources.items()}
-        head = (wire_json(settings) + "\n").encode("utf-8")
-        boot = head + sources["confinement"] + sources["wire"] + sources["subject"]
-        # As much of its code as the pipe takes now, so that it compiles while the
-        # judge imports pytest; hello() sends the rest.
-        with contextlib.suppress(BlockingIOError, BrokenPipeError):
-            boot = boot[os.write(connection.peer.write_fd, boot) :]
-        connection._boot = boot
-        return connection
+        return cls(started)
 
     def hello(self) -> str | None:
         """Send the subject its code and wait for its hello; the reason it failed, or None."""
-        deadline = min(self.deadline, time.monotonic() + _HELLO_S)
-        data = memoryview(self._boot)
         try:
-            while data:
-                self._wait(self.peer.write_fd, True, deadline)
-                try:
-                    data = data[os.write(self.peer.write_fd, data) :]
-                except BlockingIOError:
-                    continue
-            self._hello_deadline = deadline
-            message = self.peer.receive()
+            message = self.boot.hello(self.peer.receive)
         except (OSError, wire.WireError) as exc:
             return self._break(f"the subject process did not start: {exc}")
-        finally:
-            self._hello_deadline = None
         if message[:2] != ("r", -1) or not _is_hello(message[2]):
             return self._break(f"the subject process did not start: {message!r:.200}")
         # Sent before the subject imported anything of the workspace: trustworthy.
@@ -554,308 +473,185 @@ class Connection:
         self.started = True
         return None
 
-    _hello_deadline: float | None = None
-    _boot: bytes = b""
     confinement: Mapping[str, str] = types.MappingProxyType(
         {"level": "none", "detail": "not started"}
     )
 
-    def _wait(self, fd: int, for_write: bool, deadline: float | None = None) -> None:
-        limit = deadline or self._hello_deadline or self.deadline
-        poller = select.poll()
-        poller.register(fd, select.POLLOUT if for_write else select.POLLIN)
-        while True:
-            left = limit - time.monotonic()
-            if left <= 0:
-                msg = "the subject process did not answer within the verdict's timeout"
-                raise wire.WireError(msg)
-            if poller.poll(min(left, 1.0) * 1000):
-                return
+    @property
+    def broken(self) -> str | None:
+        """Why the subject was ended, or None while it serves."""
+        return self.boot.broken
 
     def _break(self, reason: str) -> str:
-        if self.broken is None:
-            self.broken = reason
-            self.failures.append(reason)
-            try:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
-            code = self.proc.returncode
-            if code is not None:
-                status = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
-                self.broken = f"{reason} (subject {status})"
-        return self.broken
+        already = self.boot.broken is not None
+        text = self.boot.kill(reason)
+        if not already:
+            self.failures.append(text)
+        return text
 
     def close(self) -> None:
-        """End the subject: close its pipe, then kill what is left."""
-        for stream in (self.proc.stdin, self.proc.stdout):
-            try:
-                if stream is not None:
-                    stream.close()
-            except OSError:
-                pass
-        try:
-            self.proc.wait(timeout=1)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        """End the subject."""
+        self.boot.close()
 
-    def protocol(self, reason: str) -> SubjectError:
-        """The error for an answer that breaks the protocol: the subject is ended."""
-        return SubjectError(f"process isolation: {self._break(reason)}")
-
-    def released(self, number: int) -> None:
-        self.pending_release.add(number)
-
+    # -- what proxies ask ----------------------------------------------------------------
     def request(self, op: str, *args: Any, isolate: bool = True) -> Any:
         """One request to the subject; its answer, or its exception raised here."""
-        if self.broken is not None:
-            msg = f"process isolation: the subject is gone: {self.broken}"
+        if self.boot.broken is not None:
+            msg = f"process isolation: the subject is gone: {self.boot.broken}"
             self.failures.append(msg)  # this test fails too, whatever it catches
             raise SubjectError(msg)
         with self.lock:
-            if self.pending_release:
-                self.peer.released.extend(self.pending_release)
-                self.pending_release.clear()
+            if "tracemalloc" in sys.modules and sys.modules["tracemalloc"].is_tracing():
+                self.limit(_MEMORY)
             try:
-                return self.peer.request(op, args)
+                return self.calls.request(op, args)
+            except wire.CannotCross as exc:
+                # What the test handed over cannot be encoded: this test's limit.
+                reason = f"isolation='process' cannot carry what was handed over: {exc}"
+                raise self.refuse(reason) from None
             except wire.WireError as exc:
                 reason = self._break(str(exc))
                 msg = f"process isolation: {reason}"
                 raise SubjectError(msg) from None
             except IsolationError as exc:
                 if isolate:
-                    self.failures.append(str(exc))
+                    self.limit(str(exc))
                 raise
             except RecursionError as exc:
-                if isinstance(exc.__cause__, RemoteTraceback):
+                if id(exc) in self.remote_errors:
                     raise  # the workspace's own, raised in the subject: the test's to see
                 reason = self._break("requests nested too deep between judge and subject")
                 raise SubjectError(reason) from None
 
-    # -- references -------------------------------------------------------------
-    def _reference(self, obj: Any) -> tuple[bytes, Any]:
-        if isinstance(obj, (Proxy, ProxyModule)):
-            return b"H", object.__getattribute__(obj, "_ldd_id")
-        own = (
-            type.__dict__["__dict__"].__get__(obj).get("_ldd_id")
-            if isinstance(obj, type)
-            else None
-        )
-        if type(own) is int:  # a judge-side stand-in of a workspace exception class
-            return b"H", own
-        if isinstance(obj, BaseException):
-            ref = obj.__dict__.get("_ldd_ref") if hasattr(obj, "__dict__") else None
-            if ref is not None:
-                return b"H", object.__getattribute__(ref, "_ldd_id")
-            return b"J", self._judge_ref(obj)
-        if callable(obj):
-            return b"J", self._judge_ref(obj)
-        raise _not_crossable(obj)
-
-    def _judge_ref(self, obj: Any) -> int:
-        known = self.judge_ids.get(id(obj))
-        if known is not None and self.judge_objects.get(known) is obj:
-            return known
-        number = len(self.judge_objects) + 1
-        self.judge_objects[number] = obj
-        self.judge_ids[id(obj)] = number
-        return number
-
-    def _judge_object(self, payload: Any) -> Any:
-        if type(payload) is not int or payload not in self.judge_objects:
-            msg = f"the subject named a judge object it was never given ({payload!r:.40})"
-            raise wire.WireError(msg)
-        return self.judge_objects[payload]
-
-    def _resolve(self, payload: Any) -> Any:
-        if type(payload) is not tuple or not payload or payload[0] not in ("o", "c", "m"):
-            msg = f"a malformed handle {payload!r:.80}"
-            raise wire.WireError(msg)
-        kind = payload[0]
-        if kind == "m":
-            if len(payload) != 4 or type(payload[1]) is not int or type(payload[2]) is not str:
-                msg = "a malformed module handle"
-                raise wire.WireError(msg)
-            return self._module(payload[1], payload[2], payload[3] is True)
-        if kind == "c":
-            if len(payload) != 3 or type(payload[1]) is not int:
-                msg = "a malformed class handle"
-                raise wire.WireError(msg)
-            self._records(payload[2])
-            return self._class(payload[1])
-        if len(payload) != 4 or type(payload[1]) is not int or type(payload[2]) is not int:
-            msg = "a malformed object handle"
-            raise wire.WireError(msg)
-        self._records(payload[3])
-        number = payload[1]
-        self.pending_release.discard(number)
-        found = self.objects.get(number)
-        if found is not None:
-            return found
-        proxy: Any = object.__new__(self._proxy_type(payload[2]))
-        object.__setattr__(proxy, "_ldd_id", number)
-        self.objects[number] = proxy
-        return proxy
-
-    def _records(self, records: Any) -> None:
-        if type(records) is not tuple:
-            msg = "malformed class records"
-            raise wire.WireError(msg)
-        for entry in records:
-            if type(entry) is not tuple or len(entry) != 2 or type(entry[0]) is not int:
-                msg = "a malformed class record"
-                raise wire.WireError(msg)
-            number, raw = entry
-            if number in self.classes:
-                continue
-            record = _ClassRecord(raw, self.classes)
-            record.mro = record.mro | {number}
-            self.classes[number] = record
-
-    def _record(self, number: int) -> _ClassRecord:
-        record = self.classes.get(number)
-        if record is None:
-            msg = f"a handle of a class the subject never described ({number})"
-            raise wire.WireError(msg)
-        return record
-
-    def _proxy_type(self, number: int) -> type:
-        found = self.proxy_types.get(number)
-        if found is not None:
-            return found
-        record = self._record(number)
-        namespace: dict[str, Any] = {
-            name: _SPECIAL[name] for name in record.special if name in _SPECIAL
-        }
-        namespace["__slots__"] = ()
-        namespace["_ldd_mro"] = record.mro
-        namespace["_ldd_name"] = record.qualname
-        if not record.hashable:
-            namespace["__hash__"] = None
-        name = record.qualname.rpartition(".")[2]
-        proxy_type = type(name if name.isidentifier() else "Proxy", (Proxy,), namespace)
-        proxy_type.__qualname__ = record.qualname
-        proxy_type.__module__ = record.module
-        self.proxy_types[number] = proxy_type
-        return proxy_type
-
-    def _class(self, number: int) -> Any:
-        record = self._record(number)
-        if record.judge_class is not None:
-            return record.judge_class
-        if record.builtin is not None and record.builtin in wire.BUILTIN_TYPES:
-            record.judge_class = getattr(builtins, record.builtin)
-        elif record.is_exception:
-            record.judge_class = self._exception_class(number, record)
-        else:
-            remote = object.__new__(RemoteClass)
-            object.__setattr__(remote, "_ldd_id", number)
-            record.judge_class = remote
-        self.strong[number] = record.judge_class
-        return record.judge_class
-
-    def _exception_class(self, number: int, record: _ClassRecord) -> type:
-        known = _stdlib_exception(record)
-        if known is not None:
-            return known
-        bases = []
-        for base in record.bases:
-            judged = self._class(base)
-            if isinstance(judged, type) and issubclass(judged, BaseException):
-                bases.append(judged)
-        if not bases:
-            bases = [Exception]
-        namespace = {
-            "_ldd_id": number,
-            "__module__": record.module,
-            "__qualname__": record.qualname,
-            "__str__": _exception_str,
-            "__getattr__": _exception_getattr,
-        }
-        name = record.qualname.rpartition(".")[2]
-        name = name if name.isidentifier() else "WorkspaceError"
+    def binary(self, op: str, left: Any, right: Any) -> Any:
         try:
-            return _ExceptionMeta(name, tuple(bases), namespace)
-        except TypeError:  # the builtin bases' layouts conflict: keep the nearest one
-            return _ExceptionMeta(name, (bases[0],), namespace)
+            return self.request(op, left, right, isolate=False)
+        except IsolationError:
+            return NotImplemented
 
-    def _module(self, number: int, name: str, is_package: bool) -> ProxyModule:
-        found = self.strong.get(number)
-        if isinstance(found, ProxyModule):
-            return found
-        module = ProxyModule(name, number, is_package)
-        self.strong[number] = module
-        return module
+    def getattr(self, obj: Any, name: str) -> Any:
+        """``getattr`` in the subject.
 
-    # -- serving callbacks and errors ----------------------------------------------
-    def _serve(self, op: str, args: Any) -> Any:
-        if op != "call" or type(args) is not tuple or len(args) != 3:
-            msg = "the subject may only call judge callables back"
-            raise IsolationError(msg)
-        function, call_args, kwargs = args
-        if type(call_args) is not tuple or type(kwargs) is not dict:
-            msg = "a malformed callback"
-            raise IsolationError(msg)
-        if not any(function is obj for obj in self.judge_objects.values()) or not callable(
-            function
-        ):
-            msg = "the subject called back something that is not a judge callable"
-            raise IsolationError(msg)
-        if not all(type(key) is str for key in kwargs):
-            msg = "a callback with keyword names that are not strings"
-            raise IsolationError(msg)
-        return function(*call_args, **kwargs)
-
-    def _fail(self, exc: BaseException) -> Any:
-        cls = type(exc)
-        builtin = cls if getattr(builtins, cls.__name__, None) is cls else None
-        args: Any = exc.args
+        Once the subject is gone, a special name reads as missing: ``hasattr`` probes of
+        pytest's own reporting (``inspect.getmodule`` asks every module for ``__file__``)
+        must not turn into an internal error.  The test in progress fails all the same,
+        since the guard saw the failure.
+        """
         try:
-            self.peer.encoder.encode(args)
-        except BaseException:
-            args = tuple(_safe_text(a) for a in exc.args)
-        tb = "".join(traceback.format_exception(exc))[-_TEXT_CHARS:]
-        return (builtin, args, _safe_text(exc), tb, exc)
+            if name == "__signature__":
+                return calls.signature_from(self.request("signature", obj))
+            return self.request("getattr", obj, name)
+        except SubjectError:
+            if name.startswith("__") and name.endswith("__"):
+                raise AttributeError(name) from None
+            raise
 
-    def _raise_error(self, error: Any) -> BaseException:
-        if type(error) is not tuple or len(error) != 5:
-            msg = "a malformed error report"
-            raise wire.WireError(msg)
-        cls, args, text, tb, ref = error
-        if isinstance(ref, BaseException):
-            return ref  # a judge exception that went through workspace code and back
-        if type(args) is not tuple or type(text) is not str or type(tb) is not str:
-            msg = "a malformed error report"
-            raise wire.WireError(msg)
-        if not (isinstance(cls, type) and issubclass(cls, BaseException)):
-            msg = f"an error report whose class is not an exception ({type(cls).__name__})"
-            raise wire.WireError(msg)
-        exc: BaseException
-        if issubclass(cls, _PROCESS_CONTROL):
+    def protocol(self, reason: str) -> BaseException:
+        """The error for an answer that breaks the protocol: the subject is ended."""
+        return SubjectError(f"process isolation: {self._break(reason)}")
+
+    def refuse(self, reason: str) -> BaseException:
+        """The error for what cannot cross: a limit of the isolation for this test."""
+        self.limit(reason)
+        return IsolationError(reason)
+
+    def limit(self, reason: str) -> None:
+        """This test met a limit of the isolation: the verdict cannot vouch for it."""
+        if len(self.limits) < 10_000:
+            self.limits.append(reason[:_REASON_CHARS])
+
+    def _raised(self, exc: BaseException) -> BaseException:
+        """An exception the subject reported, before the test sees it."""
+        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
             # These steer the process that raises them: here they would end or abort
             # the judge's session, so the test that met them fails instead.
-            reason = f"workspace code raised {cls.__name__}{args!r:.200}"
+            reason = f"workspace code raised {type(exc).__name__}{exc.args!r:.200}"
             self.failures.append(reason)
             return SubjectError(f"process isolation: {reason}")
-        if "_ldd_id" in cls.__dict__:
-            exc = cls.__new__(cls)
-            exc.args = args
-            exc.__dict__["_ldd_text"] = text[:_TEXT_CHARS]
-            if isinstance(ref, Proxy):
-                exc.__dict__["_ldd_ref"] = ref
-        else:
-            try:
-                exc = cls(*args)
-            except Exception:
-                exc = cls.__new__(cls)
-                exc.args = args
-        exc.__cause__ = RemoteTraceback(f"in the subject process:\n{tb[-_TEXT_CHARS:]}")
+        if self.stand_ins.number_of(exc) is not None:
+            self.remote_errors[id(exc)] = exc
+            if len(self.remote_errors) > 1000:
+                self.remote_errors.pop(next(iter(self.remote_errors)))
         return exc
 
+    def _output(self, stream: int, payload: Any) -> None:
+        if stream == 4:
+            self.limit(payload)
+        elif stream == 5:
+            self.module_attributes.pop(payload, None)
+        elif stream == 7:
+            self.random.said()
+        else:
+            _printed(stream, payload)
 
-_PROCESS_CONTROL = (SystemExit, KeyboardInterrupt)
+    def end_of_test(self) -> None:
+        """Forget what only the test that ended could still hold."""
+        self.peer.received = 0
+        if self.drains.leftovers():
+            self.limit(_READ_AHEAD)
+        self.remote_errors.clear()
+        self.calls.tracebacks.clear()
+        self.table.sweep()
+
+
+class RandomSync:
+    """The judge's side of :mod:`rng`: its global generator, in step with the subject's.
+
+    In play once a test seeds it.  Before each message, the judge sends its state if
+    it drew since; before it draws, it takes the subject's state if the subject said
+    it drew since.
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.tracked: Any = None
+        self.in_play = False
+        self.subject_ahead = False
+
+    def install(self) -> None:
+        """Track the judge's ``random`` from now on (before the hidden tests import it)."""
+        self.tracked = rng.install()
+        self.tracked.on_seed = self._seeded
+        self.tracked.before_draw = self._before_draw
+
+    def _seeded(self) -> None:
+        self.in_play = True
+        self.subject_ahead = False
+        self.tracked.drew = True  # the new state is the subject's to take
+
+    def _before_draw(self) -> None:
+        if self.subject_ahead:
+            self.subject_ahead = False
+            self.taken(self.connection.request("getrandom"))
+
+    def taken(self, state: Any) -> None:
+        try:
+            self.tracked.quiet_set(state)
+        except (TypeError, ValueError) as exc:
+            reason = self.connection._break(f"a malformed random state ({exc})")
+            raise SubjectError(f"process isolation: {reason}") from None
+
+    def before_send(self) -> None:
+        if self.in_play and self.tracked is not None and self.tracked.drew:
+            self.tracked.drew = False
+            self.connection.peer.outbox.append((7, self.tracked.quiet_state()))
+
+    def said(self) -> None:
+        """The subject drew since: take its state before the next draw here."""
+        if self.in_play:
+            self.subject_ahead = True
+
+
+class JudgeStandIns(stubs.StandIns):
+    """The judge's stand-ins: the subject's modules too, as :class:`ProxyModule`."""
+
+    def module(self, number: int, extra: Any) -> Any:
+        if type(extra) is not tuple or len(extra) != 2 or type(extra[0]) is not str:
+            msg = "a malformed module handle"
+            raise wire.WireError(msg)
+        module = ProxyModule(extra[0], number, extra[1] is True, self.link)
+        self.table.keep(number, module, forever=True)
+        return module
 
 
 def _printed(stream: int, payload: Any) -> None:
@@ -878,41 +674,15 @@ def _printed(stream: int, payload: Any) -> None:
     warnings.warn_explicit(text, category, filename, lineno)
 
 
-def _safe_text(obj: Any) -> str:
-    try:
-        return str(obj)[:_TEXT_CHARS]
-    except Exception:
-        return f"<{type(obj).__name__}>"
-
-
-def _stdlib_exception(record: _ClassRecord) -> type | None:
-    """The judge's own class for an exception of an already imported stdlib module."""
-    top = record.module.partition(".")[0]
-    if top not in sys.stdlib_module_names or record.module not in sys.modules:
-        return None
-    found: Any = sys.modules[record.module]
-    for part in record.qualname.split("."):
-        found = getattr(found, part, None)
-    if isinstance(found, type) and issubclass(found, BaseException):
-        return found
-    return None
-
-
-def wire_json(value: Any) -> str:
-    import json
-
-    return json.dumps(value, separators=(",", ":"))
-
-
 # -- modules -------------------------------------------------------------------------
 
 _LOCAL = frozenset(
     ("__name__", "__spec__", "__loader__", "__path__", "__package__", "__file__",
-     "__cached__", "__builtins__", "__doc__", "_ldd_id")
+     "__cached__", "__builtins__", "__doc__", "_ldd_id", "_ldd_link")
 )  # fmt: skip
 
 
-_READ_REMOTELY = frozenset(("__file__", "__cached__"))
+_READ_REMOTELY = frozenset(("__file__", "__cached__", "__doc__"))
 
 
 class _RemoteNamespace(Mapping[str, Any]):
@@ -922,10 +692,10 @@ class _RemoteNamespace(Mapping[str, Any]):
         self._module = module
 
     def __getitem__(self, name: str) -> Any:
-        return _conn().request("lookup", self._module, name)
+        return self._module._ldd_link.request("lookup", self._module, name)
 
     def __iter__(self) -> Iterator[str]:
-        return iter(list(_conn().request("keys", self._module)))
+        return iter(list(self._module._ldd_link.request("keys", self._module)))
 
     def __len__(self) -> int:
         return len(list(self))
@@ -934,13 +704,16 @@ class _RemoteNamespace(Mapping[str, Any]):
 class ProxyModule(types.ModuleType):
     """A workspace module: its attributes live in the subject."""
 
+    _ldd_link: Any
+
     @property
     def __dict__(self) -> Mapping[str, Any]:  # type: ignore[override]
         return _RemoteNamespace(self)
 
-    def __init__(self, name: str, number: int, is_package: bool) -> None:
+    def __init__(self, name: str, number: int, is_package: bool, link: Any) -> None:
         super().__init__(name)
         object.__setattr__(self, "_ldd_id", number)
+        object.__setattr__(self, "_ldd_link", link)
         if is_package:
             object.__setattr__(self, "__path__", [])
 
@@ -949,27 +722,39 @@ class ProxyModule(types.ModuleType):
         # judge's import system.  __file__ is read remotely (a path is only data).
         if name.startswith("_ldd_") or (name in _LOCAL and name not in _READ_REMOTELY):
             raise AttributeError(name)
+        link = object.__getattribute__(self, "_ldd_link")
         if name == "__all__":
             try:
-                return _conn().request("getattr", self, name)
+                return link.request("getattr", self, name)
             except AttributeError:
-                return _conn().request("public", self)
-        return _remote_attribute(self, name)
+                return link.request("public", self)
+        if name.startswith("__") and name.endswith("__"):
+            return link.getattr(self, name)
+        key = (object.__getattribute__(self, "_ldd_id"), name)
+        found = link.module_attributes.get(key)
+        if found is not None:
+            return found
+        value = link.request("modattr", self, name)
+        if link.stand_ins.number_of(value) is not None:
+            link.module_attributes[key] = value
+        return value
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LOCAL:
             object.__setattr__(self, name, value)
         else:
-            _conn().request("setattr", self, name, value)
+            self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
+            self._ldd_link.request("setattr", self, name, value)
 
     def __delattr__(self, name: str) -> None:
         if name in _LOCAL:
             object.__delattr__(self, name)
         else:
-            _conn().request("delattr", self, name)
+            self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
+            self._ldd_link.request("delattr", self, name)
 
     def __dir__(self) -> list[str]:
-        return list(_conn().request("dir", self))
+        return list(self._ldd_link.request("dir", self))
 
     def __repr__(self) -> str:
         return f"<module {self.__name__!r} (in the subject process)>"
@@ -978,8 +763,9 @@ class ProxyModule(types.ModuleType):
 class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Last on ``sys.meta_path``: workspace modules become proxies, nothing else is touched."""
 
-    def __init__(self, roots: Sequence[str]) -> None:
+    def __init__(self, roots: Sequence[str], connection: Connection) -> None:
         self.roots = [Path(root) for root in roots]
+        self.connection = connection
 
     def _in_workspace(self, name: str) -> bool:
         for root in self.roots:
@@ -1007,7 +793,7 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return importlib.machinery.ModuleSpec(fullname, self, origin="ldd-subject")
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
-        module = _conn().request("import", spec.name)
+        module = self.connection.request("import", spec.name)
         if not isinstance(module, ProxyModule):
             msg = f"the subject answered the import of {spec.name!r} with something else"
             raise SubjectError(msg)
@@ -1017,16 +803,41 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def isolation_guard(pytest: Any, connection: Connection) -> Any:
-    """The judge's pytest plugin: a test during which isolation failed never passes."""
+def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) -> Any:
+    """The judge's pytest plugin: isolation failures fail the test, limits are reported.
+
+    A test during which the subject failed never passes.  A test (or a collected
+    module) during which something could not cross is reported to the parent as a
+    ``inconclusive`` record: the verdict cannot vouch for it.
+    """
 
     class IsolationGuard:
         def __init__(self) -> None:
             self.seen = 0
+            self.limits_seen = 0
             self.failed = False
+            self.limited_fixtures: list[tuple[Any, BaseException, str]] = []
+
+        @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
+        def pytest_make_collect_report(self, collector: Any) -> Any:
+            before = len(connection.limits)
+            yield
+            self._report_limits(collector.nodeid, before)
+
+        @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
+        def pytest_fixture_setup(self, fixturedef: Any, request: Any) -> Any:
+            before = len(connection.limits)
+            outcome = yield
+            exc = outcome.exception
+            met = connection.limits[before:]
+            if isinstance(exc, Exception) and met:
+                # pytest raises this very exception again for every later test that
+                # uses the fixture (within its scope): those met the same limit.
+                self.limited_fixtures.append((fixturedef, exc, "; ".join(dict.fromkeys(met))))
 
         def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
             self.seen = len(connection.failures)
+            self.limits_seen = len(connection.limits)
             self.failed = False
 
         @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
@@ -1041,5 +852,35 @@ def isolation_guard(pytest: Any, connection: Connection) -> Any:
                 report.longrepr = "process isolation failed during this test: " + "; ".join(
                     failures
                 )
+            if call.when == "setup" and call.excinfo is not None:
+                self._cached_limit(item, call.excinfo.value)
+            if report.outcome == "failed" and connection.calls.tracebacks:
+                text = "\n".join(connection.calls.tracebacks[-3:])
+                report.sections.append(("traceback in the subject process", text))
+
+        def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+            self._report_limits(nodeid, self.limits_seen)
+            self.limits_seen = len(connection.limits)
+            connection.end_of_test()
+
+        def _cached_limit(self, item: Any, exc: BaseException) -> None:
+            """A fixture of this test failed on a limit in an earlier test: this one met it."""
+            for fixturedef, raised, reason in self.limited_fixtures:
+                cached = fixturedef.cached_result
+                if (
+                    raised is exc
+                    and fixturedef.argname in item.fixturenames
+                    and cached is not None
+                    and cached[2] is not None
+                    and cached[2][0] is exc
+                ):
+                    connection.limit(reason)
+                    return
+
+        def _report_limits(self, nodeid: str, before: int) -> None:
+            met = connection.limits[before:]
+            if met and channel is not None:
+                detail = "; ".join(dict.fromkeys(met))[:2000]
+                channel.send("inconclusive", id=nodeid, detail=detail)
 
     return IsolationGuard()

@@ -2,19 +2,21 @@
 
 The judge starts ``python -I -B -X utf8 -c BOOTSTRAP`` (the ``python=`` wrapper, if
 any, applies here only) and sends, on its standard input, one JSON line of settings
-followed by the source of ``confinement.py``, ``wire.py`` and this file; nothing of
-ours needs to be on the subject's disk.  The bootstrap confines the process with
-Landlock first (it may then write only its workspace copy and scratch folders, and
-read nothing of the judge's), and its hello reports what was applied.  This process
-then
+followed by the source of ``confinement.py`` and of each module this process runs
+(``boot.SUBJECT_MODULES``: the codec, the handle table, the stand-ins, the call
+mapping and this file); nothing of ours needs to be on the subject's disk.  The
+bootstrap confines the process with Landlock first (it may then write only its
+workspace copy and scratch folders, and read nothing of the judge's), and its hello
+reports what was applied.  This process then
 
 1. keeps its standard input and output as the request and answer pipes, points
    file descriptor 0 at ``/dev/null`` and 1 at standard error (what the workspace
    prints goes to the run's output, never into the protocol);
 2. puts the workspace's ``pythonpath`` folders first on ``sys.path``;
-3. answers requests -- import, get / set / delete an attribute, call, operators,
-   iteration, ``len``, ``repr`` / ``str`` -- holding a table of the objects it handed
-   out, until the judge closes the pipe.
+3. answers requests -- import, attributes, calls, operators, iteration, ``len``,
+   ``repr``, signatures -- lending its objects as handles, until the judge closes the
+   pipe.  Judge objects it is given (callbacks, generators, instances of the hidden
+   tests' classes, exceptions) are stand-ins whose uses are requests to the judge.
 
 Everything here is untrusted by construction: the workspace runs in this process
 and can rewrite any of it.  The judge treats every byte it receives as hostile; this
@@ -23,63 +25,30 @@ file only has to make honest workspaces work.
 
 from __future__ import annotations
 
-import builtins
-import copy
 import importlib
-import operator
 import os
 import select
 import sys
-import traceback
-import types
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
-# Loaded by BOOTSTRAP before this file runs; absent where the parent imports this module.
-wire: Any = sys.modules.get("_ldd_wire")
+if TYPE_CHECKING:
+    from pytest_ldd._sandbox import calls, handles, rng, stubs, wire
+else:
+    wire = sys.modules.get("_ldd_wire") or importlib.import_module("pytest_ldd._sandbox.wire")
+    handles = sys.modules.get("_ldd_handles") or importlib.import_module(
+        "pytest_ldd._sandbox.handles"
+    )
+    stubs = sys.modules.get("_ldd_stubs") or importlib.import_module("pytest_ldd._sandbox.stubs")
+    calls = sys.modules.get("_ldd_calls") or importlib.import_module("pytest_ldd._sandbox.calls")
+    rng = sys.modules.get("_ldd_rng") or importlib.import_module("pytest_ldd._sandbox.rng")
 
-_TRACEBACK_CHARS = 20_000
-_TEXT_CHARS = 20_000
-
-# The special methods a judge-side proxy may have; each is reported when the type has it.
-SPECIAL = (
-    "__call__", "__len__", "__iter__", "__next__", "__getitem__", "__setitem__",
-    "__delitem__", "__contains__", "__bool__", "__enter__", "__exit__", "__reversed__",
-    "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
-    "__matmul__", "__lshift__", "__rshift__", "__and__", "__or__", "__xor__",
-    "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__", "__rmod__",
-    "__rpow__", "__rmatmul__", "__rlshift__", "__rrshift__", "__rand__", "__ror__", "__rxor__",
-    "__iadd__", "__isub__", "__imul__", "__itruediv__", "__ifloordiv__", "__imod__",
-    "__ior__", "__iand__", "__ixor__",
-    "__neg__", "__pos__", "__abs__", "__invert__", "__int__", "__float__", "__index__",
-    "__complex__", "__round__",
-)  # fmt: skip
-
-
-def _call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return function(*args, **kwargs)
-
-
-def _call_sync(
-    function: Any,
-    args: tuple[Any, ...],
-    kwargs: dict[str, Any],
-    positions: tuple[int, ...],
-    names: tuple[str, ...],
-) -> Any:
-    result = function(*args, **kwargs)
-    return result, tuple(args[i] for i in positions) + tuple(kwargs[n] for n in names)
-
-
-def _call_method(obj: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    return getattr(obj, name)(*args, **kwargs)
+__all__ = ["BOOTSTRAP", "Subject", "main"]
 
 
 def _import(name: str) -> Any:
     return importlib.import_module(name)
-
-
-def _dir(obj: Any) -> list[str]:
-    return [str(name) for name in dir(obj)]
 
 
 def _public(module: Any) -> list[str]:
@@ -97,57 +66,84 @@ def _keys(obj: Any) -> list[str]:
     return [str(name) for name in vars(obj)]
 
 
-def _isinstance(obj: Any, cls: Any) -> bool:
-    return isinstance(obj, cls)
-
-
-OPS: dict[str, Any] = {
-    "import": _import, "getattr": getattr, "setattr": setattr, "delattr": delattr,
-    "call": _call, "callsync": _call_sync, "callmethod": _call_method,
-    "dir": _dir, "public": _public,
-    "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,
-    "hash": hash, "bool": bool, "isinstance": _isinstance,
-    "lookup": _lookup, "keys": _keys, "copy": copy.copy, "deepcopy": copy.deepcopy,
-    "eq": operator.eq, "ne": operator.ne, "lt": operator.lt, "le": operator.le,
-    "gt": operator.gt, "ge": operator.ge, "contains": operator.contains,
-    "getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem,
-    "reversed": reversed, "round": round,
-    "add": operator.add, "sub": operator.sub, "mul": operator.mul,
-    "truediv": operator.truediv, "floordiv": operator.floordiv, "mod": operator.mod,
-    "pow": operator.pow, "matmul": operator.matmul, "lshift": operator.lshift,
-    "rshift": operator.rshift, "and": operator.and_, "or": operator.or_, "xor": operator.xor,
-    "iadd": operator.iadd, "isub": operator.isub, "imul": operator.imul,
-    "itruediv": operator.itruediv, "ifloordiv": operator.ifloordiv, "imod": operator.imod,
-    "ior": operator.ior, "iand": operator.iand, "ixor": operator.ixor,
-    "neg": operator.neg, "pos": operator.pos, "abs": abs, "invert": operator.invert,
-    "int": int, "float": float, "index": operator.index, "complex": complex,
-    "enter": lambda obj: obj.__enter__(),
-    "exit": lambda obj, *exc: obj.__exit__(*exc),
+# What the judge may ask of the workspace's objects: everything, and the modules.
+OPS: dict[str, Callable[..., Any]] = {
+    **calls.OPS, "import": _import, "public": _public, "lookup": _lookup, "keys": _keys,
 }  # fmt: skip
 
 
-def _defined(cls: type, name: str) -> bool:
-    """Whether instances of ``cls`` have the special method (its MRO, not its metaclass)."""
-    for klass in type.__dict__["__mro__"].__get__(cls):
-        if name in klass.__dict__:
-            return klass.__dict__[name] is not None
-    return False
+class ModuleWatch:
+    """The module attributes the judge keeps, checked before every message this side sends.
+
+    The judge keeps what ``module.name`` gave when it is an object of this side (a
+    function, a class), so that ``mod.func(...)`` is one request, not two.  Module
+    globals change only while this process runs code, so checking them before every
+    message it sends -- answers and callbacks alike -- tells the judge in time: a
+    changed entry goes out as ``("o", 5, (module number, name))`` ahead of the message.
+    """
+
+    MOST = 512
+
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+        self._entries: dict[tuple[int, str], tuple[dict[str, Any], Any, int]] = {}
+
+    def getattr(self, module: Any, name: str) -> Any:
+        """``getattr(module, name)``, watched when it is an object the judge can keep."""
+        value = getattr(module, name)
+        namespace = getattr(module, "__dict__", None)
+        if type(namespace) is not dict:
+            return value
+        if namespace.get(name, _MISSING) is value and type(value) not in _DATA:
+            number = self.subject.table.export(module)[0]
+            if len(self._entries) >= self.MOST:
+                self._forget(next(iter(self._entries)))
+            self._entries[(number, name)] = (namespace, value, number)
+        return value
+
+    def check(self) -> None:
+        for key, (namespace, value, _) in list(self._entries.items()):
+            if namespace.get(key[1], _MISSING) is not value:
+                self._forget(key)
+
+    def _forget(self, key: tuple[int, str]) -> None:
+        del self._entries[key]
+        self.subject.peer.outbox.append((5, key))
 
 
-class JudgeFunction:
-    """A callable of the judge's: calling it asks the judge; nothing else about it is known."""
+class RandomState:
+    """This side of :mod:`rng`: the subject's generator, in step with the judge's.
 
-    __slots__ = ("__weakref__", "_ldd_id", "_ldd_subject")
+    The judge sends its state (``("o", 7, state)``) when it drew; this side says
+    ``("o", 7, ())`` when it drew since, and answers ``getrandom`` with its state.
+    """
 
-    def __init__(self, subject: Subject, ref: int) -> None:
-        self._ldd_subject = subject
-        self._ldd_id = ref
+    def __init__(self, subject: Subject) -> None:
+        self.subject = subject
+        self.tracked = rng.install()
+        self.in_play = False
+        self.told = False
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self._ldd_subject.peer.request("call", (self, args, kwargs))
+    def received(self, state: Any) -> None:
+        self.tracked.quiet_set(state)
+        self.in_play = True
+        self.told = False
 
-    def __repr__(self) -> str:
-        return f"<judge callable #{self._ldd_id}>"
+    def get(self) -> Any:
+        self.tracked.drew = False
+        self.told = False
+        return self.tracked.quiet_state()
+
+    def check(self) -> None:
+        if self.in_play and self.tracked.drew and not self.told:
+            self.told = True
+            self.subject.peer.outbox.append((7, ()))
+
+
+_MISSING = object()
+# What crosses as data (never kept by the judge as an object of this side).
+_DATA = frozenset({type(None), bool, int, float, complex, str, bytes, tuple, list, dict, set,
+                   frozenset})  # fmt: skip
 
 
 def _block(fd: int, for_write: bool) -> None:
@@ -157,143 +153,79 @@ def _block(fd: int, for_write: bool) -> None:
     poller.poll()
 
 
-class JudgeError(Exception):
-    """An exception raised by judge code called back, that is not a builtin one."""
-
-
 class Subject:
-    """The object table and the serving loop."""
+    """The subject's side: its handle table, its stand-ins of judge objects, the serving loop."""
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
-        self.objects: dict[int, Any] = {}
-        self.by_identity: dict[int, int] = {}
-        self.sent_classes: set[int] = set()
-        self.stubs: dict[int, JudgeFunction] = {}
-        self.next_id = 1
-        self.peer = wire.Peer(
-            read_fd,
-            write_fd,
-            encoder=wire.Encoder(self.reference),
-            decoder=wire.Decoder({b"H": self.resolve, b"J": self.stub}),
-            serve=self.serve,
-            fail=self.fail,
-            raise_error=self.raise_error,
+        self.table = handles.HandleTable()
+        self.stand_ins = stubs.StandIns(self, self.table, may_import=True)
+        self.drains = stubs.Drains(self)
+        self.calls = calls.Calls(
+            own=b"H",
+            other=b"J",
+            table=self.table,
+            stand_ins=self.stand_ins,
+            ops=OPS,
+            policy=calls.OpenPolicy(),
+            read_fd=read_fd,
+            write_fd=write_fd,
             wait=_block,
-            spin_s=wire.SPIN_S,
         )
-        self.peer.on_released = self.release
+        self.peer = self.calls.peer
+        self.peer.on_released = self.table.release
+        self.watch = ModuleWatch(self)
+        self.random = RandomState(self)
+        self.calls.also_before_send = self._before_send
+        self.calls.ops = {**OPS, "modattr": self.watch.getattr, "getrandom": self.random.get}
+        self.peer.on_output = self._output
+        self.peer.on_cannot_cross = self.refuse
+        # The thread that serves the judge: the only one that may call the judge back.
+        self.serving = threading.get_ident()
 
-    # -- handles ---------------------------------------------------------------
-    def handle(self, obj: Any) -> int:
-        known = self.by_identity.get(id(obj))
-        if known is not None and self.objects.get(known) is obj:
-            return known
-        number = self.next_id
-        self.next_id += 1
-        self.objects[number] = obj
-        self.by_identity[id(obj)] = number
-        return number
+    def _before_send(self) -> None:
+        self.watch.check()
+        self.random.check()
 
-    def resolve(self, payload: Any) -> Any:
-        if type(payload) is not int or payload not in self.objects:
-            msg = f"unknown subject handle {payload!r:.40}"
-            raise wire.WireError(msg)
-        return self.objects[payload]
+    def _output(self, stream: int, payload: Any) -> None:
+        if stream == 7 and payload:  # the judge's generator drew: take its state
+            self.random.received(payload)
 
-    def stub(self, payload: Any) -> Any:
-        if type(payload) is not int:
-            msg = f"malformed judge reference {payload!r:.40}"
-            raise wire.WireError(msg)
-        found = self.stubs.get(payload)
-        if found is None:
-            found = self.stubs[payload] = JudgeFunction(self, payload)
-        return found
-
-    def release(self, released: Any) -> None:
-        if type(released) is not tuple:
-            return
-        for number in released:
-            obj = self.objects.pop(number, None)
-            if obj is not None and self.by_identity.get(id(obj)) == number:
-                del self.by_identity[id(obj)]
-
-    def class_records(self, cls: type) -> tuple[Any, ...]:
-        records = []
-        for klass in reversed(type.__dict__["__mro__"].__get__(cls)):
-            number = self.handle(klass)
-            if number in self.sent_classes:
-                continue
-            self.sent_classes.add(number)
-            bases = tuple(self.handle(base) for base in klass.__bases__)
-            name = klass.__name__
-            builtin = name if getattr(builtins, name, None) is klass else None
-            special = tuple(n for n in SPECIAL if _defined(klass, n))
-            hashable = _defined(klass, "__hash__")
-            is_exception = issubclass(klass, BaseException)
-            records.append(
-                (
-                    number,
-                    (
-                        str(klass.__module__),
-                        str(klass.__qualname__),
-                        bases,
-                        special,
-                        builtin,
-                        hashable,
-                        is_exception,
-                    ),
-                )
+    # -- what stand-ins of judge objects ask -------------------------------------------
+    def request(self, op: str, *args: Any) -> Any:
+        if threading.get_ident() != self.serving:
+            # The judge serves a callback in the thread that waits for this process:
+            # a call from another thread would run there, out of order, and could
+            # leave both waiting for each other.
+            reason = (
+                "a thread of the workspace called a judge object: the judge answers"
+                " one conversation at a time, in the thread of the test"
             )
-        return tuple(records)
-
-    def reference(self, obj: Any) -> tuple[bytes, Any]:
-        if type(obj) is JudgeFunction:
-            return b"J", obj._ldd_id
-        cls = type(obj)
-        if isinstance(obj, types.ModuleType):
-            is_package = hasattr(obj, "__path__")
-            return b"H", ("m", self.handle(obj), str(obj.__name__), is_package)
-        if issubclass(cls, type):
-            return b"H", ("c", self.handle(obj), self.class_records(obj))
-        return b"H", ("o", self.handle(obj), self.handle(cls), self.class_records(cls))
-
-    # -- serving ---------------------------------------------------------------
-    def serve(self, op: str, args: Any) -> Any:
-        function = OPS.get(op)
-        if function is None or type(args) is not tuple:
-            msg = f"unknown request {op!r:.40}"
-            raise wire.WireError(msg)
-        return function(*args)
-
-    def fail(self, exc: BaseException) -> Any:
-        ref = getattr(exc, "_ldd_judge", None)
+            self.note(reason)
+            raise RuntimeError(f"process isolation: {reason}")
         try:
-            text = str(exc)[:_TEXT_CHARS]
-        except Exception:
-            text = f"<{type(exc).__name__}: str() failed>"
-        try:
-            tb = "".join(traceback.format_exception(exc))[-_TRACEBACK_CHARS:]
-        except Exception:
-            tb = ""
-        args = exc.args if type(exc.args) is tuple else ()
-        try:
-            self.peer.encoder.encode(args)
-        except Exception:
-            args = (text,)
-        return (type(exc), args, text, tb, ref if type(ref) is JudgeFunction else exc)
+            return self.calls.request(op, args)
+        except wire.CannotCross as exc:
+            reason = f"isolation='process' cannot carry what was handed over: {exc}"
+            raise self.refuse(reason) from None
 
-    def raise_error(self, error: Any) -> BaseException:
-        cls, args, text, _tb, ref = error
-        exc: BaseException
-        if isinstance(cls, type) and issubclass(cls, BaseException):
-            try:
-                exc = cls(*args)
-            except Exception:
-                exc = JudgeError(text)
-        else:
-            exc = JudgeError(text)
-        exc._ldd_judge = ref  # type: ignore[attr-defined]
-        return exc
+    def binary(self, op: str, left: Any, right: Any) -> Any:
+        return self.request(op, left, right)
+
+    def getattr(self, obj: Any, name: str) -> Any:
+        if name == "__signature__":
+            return calls.signature_from(self.request("signature", obj))
+        return self.request("getattr", obj, name)
+
+    def protocol(self, reason: str) -> BaseException:
+        return RuntimeError(f"process isolation: the judge answered badly: {reason}")
+
+    def refuse(self, reason: str) -> BaseException:
+        self.note(reason)
+        return TypeError(reason)
+
+    def note(self, reason: str) -> None:
+        """Tell the judge, with the next message, that this test met a limit."""
+        self.peer.outbox.append((4, str(reason)[:2000]))
 
 
 class Printed:
@@ -309,11 +241,10 @@ class Printed:
     def __init__(self, peer: Any, stream: int) -> None:
         self._peer = peer
         self._stream = stream
-        self._fd = stream
 
     def write(self, text: str) -> int:
         text = str(text)
-        pending = sum(len(t) for s, t in self._peer.outbox if s != 3)
+        pending = sum(len(t) for s, t in self._peer.outbox if s in (1, 2))
         if pending + len(text) > _FLUSH_CHARS:
             os.write(2, text.encode("utf-8", "replace"))
         else:
@@ -375,16 +306,35 @@ def main(settings: dict[str, Any]) -> None:
     confined = settings.get("confined") or {"level": "none", "detail": "not reported"}
     report = (str(confined["level"]), str(confined["detail"]))
     subject.peer.send(("r", -1, ("hello", os.getpid(), report)))
-    while True:
-        try:
-            message = subject.peer.receive()
-        except wire.PeerClosed:
-            break
-        if message[0] != "q":
-            break
-        subject.peer.serve_one(message)
+    try:
+        while True:
+            try:
+                with subject.peer.lock:
+                    message = subject.peer.receive()
+            except wire.PeerClosed:
+                break
+            if message[0] == "o":  # releases and states come before requests
+                subject.peer.output(message)
+                continue
+            if message[0] != "q":
+                break
+            if subject.drains.leftovers():
+                subject.note(
+                    "a judge iterator was read in a batch ahead of workspace code that"
+                    " stopped early: its state may differ from what one process would show"
+                )
+            subject.peer.serve_one(message)
+    except BaseException:
+        # The conversation cannot go on: say why on the run's output, for the record.
+        import traceback
+
+        os.write(2, f"the subject process stopped: {traceback.format_exc()}".encode())
+        raise
 
 
+# The confinement module runs first and confines this process; then each module
+# arrives as source and is registered as ``_ldd_<name>`` before the next one runs; the
+# last one (this file) serves.
 BOOTSTRAP = (
     "import json,sys,types\n"
     "f=sys.stdin.buffer\n"
@@ -392,12 +342,11 @@ BOOTSTRAP = (
     "c={'__name__':'_ldd_confinement'}\n"
     "exec(compile(f.read(s['confinement']),'<ldd-confinement>','exec'),c)\n"
     "s['confined']=c['confine'](s['confine'])\n"
-    "w=types.ModuleType('_ldd_wire')\n"
-    "sys.modules['_ldd_wire']=w\n"
-    "exec(compile(f.read(s['wire']),'<ldd-wire>','exec'),w.__dict__)\n"
-    "g={'__name__':'_ldd_subject'}\n"
-    "exec(compile(f.read(s['subject']),'<ldd-subject>','exec'),g)\n"
-    "g['main'](s)\n"
+    "for n,k in s['sources']:\n"
+    " m=types.ModuleType('_ldd_'+n)\n"
+    " sys.modules[m.__name__]=m\n"
+    " exec(compile(f.read(k),'<ldd-'+n+'>','exec'),m.__dict__)\n"
+    "m.main(s)\n"
     "import os\n"
     "os._exit(0)\n"
 )

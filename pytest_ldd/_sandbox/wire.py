@@ -4,26 +4,29 @@ Neither pickle nor marshal: both run or build arbitrary things from hostile byte
 A value is one tag byte and its payload:
 
 =====  ======================================================================
-``N``  None; ``T`` / ``F`` True / False
+``N``  None; ``T`` / ``F`` True / False; ``E`` Ellipsis; ``K`` NotImplemented
 ``i``  int in 8 bytes (signed); ``I`` any int: 4-byte length, signed bytes
 ``f``  float (8 bytes, nan and inf too); ``c`` complex (16 bytes)
-``s``  str: 4-byte length, UTF-8 (lone surrogates kept); ``b`` bytes
+``s``  str: 4-byte length, UTF-8 (lone surrogates kept); ``b`` bytes;
+       ``y`` bytearray
 ``t``  tuple, ``l`` list, ``S`` set, ``Z`` frozenset: 4-byte count, items
 ``d``  dict: 4-byte count, key and value pairs
-``n``  named tuple: its class name and field names, then its values (a fresh
-       judge-side namedtuple class: tuple equality, attribute access)
+``r``  range: start, stop, step; ``L`` slice: start, stop, step (any values)
 ``x``  a stdlib value type: one kind byte (path, datetime, date, time, timedelta,
-       Decimal, Fraction, UUID) and the value's parts as data
+       Decimal, Fraction, UUID, OrderedDict, Counter, defaultdict, deque, a
+       generic alias such as ``list[int]``) and the value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``H``  an object that lives in the subject; ``J`` one that lives in the judge:
        each followed by one data value the side's resolver interprets
 =====  ======================================================================
 
-An instance of a subclass of a builtin type crosses as its base value, read
-through the base type (``int.__int__``, ``str.__str__``, ``tuple.__getitem__``),
-so a subclass that claims to equal everything arrives as the plain value it is.
-Everything else goes to the ``other`` hook of the :class:`Encoder`, which makes it
-a reference (``H``/``J``) or refuses it.
+Only values of exactly these types are data.  An instance of a *subclass* of any
+of them (an ``IntEnum`` member, a named tuple, a ``str`` with methods of its own, a
+``dict`` subclass) goes to the ``other`` hook of the :class:`Encoder`, like every
+other object: the sides make it a handle that keeps its class, and
+:func:`base_value` gives them the value its builtin base holds, read through the
+base type itself (``int.__int__``, ``str.__str__``, ``tuple.__getitem__``), never
+through a method the subclass could override.
 
 Bounds: every message is at most ``max_bytes`` long and ``max_depth`` deep; a count
 can never exceed the bytes left.  Decoding bad bytes raises :class:`WireError` and
@@ -43,12 +46,14 @@ import fractions
 import os
 import pathlib
 import struct
+import threading
 import time
+import types
 import uuid
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MAX_BYTES", "MAX_DEPTH", "SPIN_S", "Decoder", "Encoder", "WireError"]
+__all__ = ["MAX_BYTES", "MAX_DEPTH", "SPIN_S", "CannotCross", "Decoder", "Encoder", "WireError"]
 
 MAX_BYTES = 32 * 1024 * 1024
 MAX_DEPTH = 100
@@ -73,6 +78,11 @@ _X_DECIMAL, _X_FRACTION, _X_UUID = 5, 6, 7
 # OrderedDict compares order-sensitively and Counter has its own equality: as plain
 # dicts they would compare differently, so the exact stdlib types cross as themselves.
 _X_ORDERED_DICT, _X_COUNTER = 8, 9
+# A defaultdict keeps its factory (data, a builtin type or a handle) and a deque its
+# maxlen.
+_X_DEFAULTDICT, _X_DEQUE = 10, 11
+# ``list[int]``: its origin and arguments cross as values or handles.
+_X_ALIAS = 12
 
 # The builtin types that may cross by name: the types themselves, never functions.
 BUILTIN_TYPES = frozenset(
@@ -80,10 +90,22 @@ BUILTIN_TYPES = frozenset(
     for name, value in vars(builtins).items()
     if isinstance(value, type) and not name.startswith("_")
 )
+# The builtin types whose instances hold an immutable value: a subclass instance keeps
+# that value (see base_value), whatever its own methods say.
+VALUE_BASES: tuple[type, ...] = (int, float, complex, str, bytes, tuple, frozenset)
 
 
 class WireError(Exception):
     """Bytes that are not a well-formed message within the bounds, or a value that cannot cross."""
+
+
+class CannotCross(WireError):
+    """A value of this side that the encoding cannot carry: too deep, too large, unknown.
+
+    A limit of the isolation, not a broken conversation: a cyclic list or a deep tree
+    in one process is honest code, so the side that tried to send it refuses the one
+    request or answer (``Peer.on_cannot_cross``) and the conversation goes on.
+    """
 
 
 def _builtin_name(cls: type) -> str | None:
@@ -97,25 +119,44 @@ class Encoder:
     """Encodes values; ``other(obj)`` returns ``(tag, payload)`` for what is not data."""
 
     def __init__(
-        self, other: Callable[[Any], tuple[bytes, Any]], *, max_bytes: int = MAX_BYTES
+        self,
+        other: Callable[[Any], tuple[bytes, Any]],
+        *,
+        max_bytes: int = MAX_BYTES,
+        begin: Callable[[], None] | None = None,
+        end: Callable[..., None] | None = None,
     ) -> None:
         self._other = other
         self._max_bytes = max_bytes
+        self._begin = begin
+        self._end = end
 
     def encode(self, value: Any) -> bytes:
-        """One message body; raises :class:`WireError` when it is too deep or too large."""
-        out: list[bytes] = []
-        self._put(value, out, 0)
-        data = b"".join(out)
-        if len(data) > self._max_bytes:
-            msg = f"a message of {len(data)} bytes exceeds the limit of {self._max_bytes}"
-            raise WireError(msg)
-        return data
+        """One message body; raises :class:`WireError` when it is too deep or too large.
+
+        ``begin()`` and ``end(sent=...)`` bracket it, so that what the ``other`` hook
+        recorded as told to the other side is undone when the message fails.
+        """
+        if self._begin is not None:
+            self._begin()
+        sent = False
+        try:
+            out: list[bytes] = []
+            self._put(value, out, 0)
+            data = b"".join(out)
+            if len(data) > self._max_bytes:
+                msg = f"a message of {len(data)} bytes exceeds the limit of {self._max_bytes}"
+                raise CannotCross(msg)
+            sent = True
+            return data
+        finally:
+            if self._end is not None:
+                self._end(sent=sent)
 
     def _put(self, value: Any, out: list[bytes], depth: int) -> None:
         if depth > MAX_DEPTH:
             msg = f"a value nested deeper than {MAX_DEPTH} levels cannot cross"
-            raise WireError(msg)
+            raise CannotCross(msg)
         cls = type(value)
         if value is None:
             out.append(b"N")
@@ -139,10 +180,20 @@ class Encoder:
             for key, item in value.items():
                 self._put(key, out, depth + 1)
                 self._put(item, out, depth + 1)
-        elif cls is bytes:
-            out += (b"b", _L.pack(len(value)), value)
+        elif cls is bytes or cls is bytearray:
+            out += (b"b" if cls is bytes else b"y", _L.pack(len(value)), bytes(value))
         elif cls is complex:
             out += (b"c", _DD.pack(value.real, value.imag))
+        elif cls is range:
+            out.append(b"r")
+            for part in (value.start, value.stop, value.step):
+                self._int(part, out)
+        elif cls is slice:
+            out.append(b"L")
+            for part in (value.start, value.stop, value.step):
+                self._put(part, out, depth + 1)
+        elif value is Ellipsis or value is NotImplemented:
+            out.append(b"E" if value is Ellipsis else b"K")
         elif cls in _STDLIB:
             out += (b"x", bytes((_STDLIB[cls],)))
             self._put(_stdlib_parts(value), out, depth + 1)
@@ -150,18 +201,9 @@ class Encoder:
             name = value.__name__.encode("ascii")
             out += (b"B", _L.pack(len(name)), name)
         else:
-            base = _builtin_base(cls)
-            if base is None:
-                tag, payload = self._other(value)
-                out.append(tag)
-                self._put(payload, out, depth + 1)
-            elif base is tuple and _namedtuple_fields(cls) is not None:
-                out.append(b"n")
-                fields = _namedtuple_fields(cls)
-                name = str.__str__(getattr(cls, "__name__", "namedtuple"))
-                self._put((name, fields, tuple.__getitem__(value, slice(None))), out, depth + 1)
-            else:
-                self._put(_base_value(base, value), out, depth)
+            tag, payload = self._other(value)
+            out.append(tag)
+            self._put(payload, out, depth + 1)
 
     @staticmethod
     def _int(value: int, out: list[bytes]) -> None:
@@ -173,7 +215,6 @@ class Encoder:
 
 
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
-_BASES = (bool, int, float, complex, str, bytes, tuple, list, dict, set, frozenset)
 _STDLIB: dict[type, int] = {
     **dict.fromkeys(_PATHS, _X_PATH),
     datetime.datetime: _X_DATETIME,
@@ -185,31 +226,26 @@ _STDLIB: dict[type, int] = {
     uuid.UUID: _X_UUID,
     collections.OrderedDict: _X_ORDERED_DICT,
     collections.Counter: _X_COUNTER,
+    collections.defaultdict: _X_DEFAULTDICT,
+    collections.deque: _X_DEQUE,
+    types.GenericAlias: _X_ALIAS,
 }
 
 
-def _builtin_base(cls: type) -> type | None:
-    """The builtin data type ``cls`` derives from, by its real MRO (never ``__class__``)."""
-    for base in _BASES:
-        if issubclass(cls, base):
+def value_base(cls: type) -> type | None:
+    """The immutable builtin type ``cls`` derives from, by its real MRO (never ``__class__``)."""
+    for base in VALUE_BASES:
+        if type.__subclasscheck__(base, cls):
             return base
     return None
 
 
-def _namedtuple_fields(cls: type) -> tuple[str, ...] | None:
-    fields = cls.__dict__.get("_fields") if "_fields" in cls.__dict__ else None
-    if fields is None:
-        for klass in cls.__mro__:
-            if "_fields" in klass.__dict__:
-                fields = klass.__dict__["_fields"]
-                break
-    if type(fields) is tuple and all(type(name) is str for name in fields):
-        return fields
-    return None
+def base_value(base: type, value: Any) -> Any:
+    """The value an instance of a subclass of ``base`` (one of VALUE_BASES) holds.
 
-
-def _base_value(base: type, value: Any) -> Any:
-    """The value of a builtin subclass instance as its base type sees it."""
+    Read through the base type's own slots, so an override of ``__int__``, ``__str__``,
+    ``__iter__`` or ``__getitem__`` in the subclass does not change it.
+    """
     if base is int:
         return int.__int__(value)
     if base is float:
@@ -218,12 +254,8 @@ def _base_value(base: type, value: Any) -> Any:
         return complex(complex.real.__get__(value), complex.imag.__get__(value))
     if base is str:
         return str.__str__(value)
-    if base is bytes or base is tuple or base is list:
+    if base is bytes or base is tuple:
         return base.__getitem__(value, slice(None))
-    if base is dict:
-        return {key: item for key, item in dict.items(value)}  # noqa: C416 - not dict(): no __iter__ of the value
-    if base is set:
-        return set(set.__iter__(value))
     return frozenset(frozenset.__iter__(value))
 
 
@@ -238,7 +270,7 @@ def _tz_parts(tz: datetime.tzinfo | None) -> Any:
     if type(tz).__module__ == "zoneinfo" and type(key) is str:
         return ("zone", key)
     msg = f"a time zone of type {type(tz).__qualname__} cannot cross"
-    raise WireError(msg)
+    raise CannotCross(msg)
 
 
 def _stdlib_parts(value: Any) -> Any:
@@ -263,8 +295,13 @@ def _stdlib_parts(value: Any) -> Any:
     if cls is collections.OrderedDict:
         # The exact stdlib type (checked above): its own order, not the dict's storage.
         return tuple(collections.OrderedDict.items(value))
-    if cls is collections.Counter:
-        return tuple(dict.items(value))
+    if cls is collections.Counter or cls is collections.defaultdict:
+        items = tuple(dict.items(value))
+        return items if cls is collections.Counter else (value.default_factory, items)
+    if cls is collections.deque:
+        return (tuple(collections.deque.__iter__(value)), value.maxlen)
+    if cls is types.GenericAlias:
+        return (value.__origin__, value.__args__)
     return value.bytes
 
 
@@ -273,7 +310,6 @@ class Decoder:
 
     def __init__(self, refs: dict[bytes, Callable[[Any], Any]]) -> None:
         self._refs = refs
-        self._namedtuples: dict[tuple[str, tuple[str, ...]], type] = {}
 
     def decode(self, data: bytes) -> Any:
         """The value of one message body; :class:`WireError` for anything malformed."""
@@ -345,9 +381,26 @@ class Decoder:
             kind = data[pos]
             parts, pos = self._get(data, pos + 1, depth + 1)
             return _stdlib_value(kind, parts), pos
-        if tag == b"n":
-            parts, pos = self._get(data, pos, depth + 1)
-            return self._namedtuple(parts), pos
+        if tag == b"y":
+            raw, pos = _chunk(data, pos)
+            return bytearray(raw), pos
+        if tag == b"r":
+            parts = []
+            for _ in range(3):
+                part, pos = self._get(data, pos, depth + 1)
+                parts.append(part)
+            start, stop, step = _ints(tuple(parts), 3)
+            return range(start, stop, step), pos
+        if tag == b"L":
+            parts = []
+            for _ in range(3):
+                part, pos = self._get(data, pos, depth + 1)
+                parts.append(part)
+            return slice(*parts), pos
+        if tag == b"E":
+            return Ellipsis, pos
+        if tag == b"K":
+            return NotImplemented, pos
         if tag == b"B":
             raw, pos = _chunk(data, pos)
             name = raw.decode("ascii")
@@ -361,26 +414,6 @@ class Decoder:
         msg = f"an unknown tag {tag!r}"
         raise WireError(msg)
 
-    def _namedtuple(self, parts: Any) -> Any:
-        if type(parts) is not tuple or len(parts) != 3:
-            msg = "a malformed named tuple"
-            raise WireError(msg)
-        name, fields, values = parts
-        if type(name) is not str or type(fields) is not tuple or type(values) is not tuple:
-            msg = "a malformed named tuple"
-            raise WireError(msg)
-        if len(fields) != len(values) or not all(type(f) is str for f in fields):
-            msg = "a named tuple whose fields and values disagree"
-            raise WireError(msg)
-        key = (name, fields)
-        made: Any = self._namedtuples.get(key)
-        if made is None:
-            made = _NAMEDTUPLE(name if name.isidentifier() else "namedtuple", fields)
-            self._namedtuples[key] = made
-        return made(*values)
-
-
-_NAMEDTUPLE: Any = collections.namedtuple
 
 _MAKERS: dict[bytes, Callable[[list[Any]], Any]] = {
     b"t": tuple,
@@ -437,6 +470,17 @@ def _tz_value(parts: Any) -> datetime.tzinfo | None:
     raise WireError(msg)
 
 
+def _pairs(parts: Any, kind: int) -> dict[Any, Any]:
+    if type(parts) is not tuple or not all(type(p) is tuple and len(p) == 2 for p in parts):
+        msg = f"a malformed mapping of kind {kind}"
+        raise WireError(msg)
+    try:
+        return dict(parts)
+    except TypeError as exc:  # an unhashable key
+        msg = f"a mapping of kind {kind} with an unhashable key"
+        raise WireError(msg) from exc
+
+
 def _stdlib_value(kind: int, parts: Any) -> Any:
     if kind == _X_PATH:
         if type(parts) is not tuple or len(parts) != 2 or type(parts[1]) is not str:
@@ -471,17 +515,24 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         return fractions.Fraction(numerator, denominator)
     if kind == _X_UUID and type(parts) is bytes and len(parts) == 16:
         return uuid.UUID(bytes=parts)
-    if kind in (_X_ORDERED_DICT, _X_COUNTER) and type(parts) is tuple:
-        if not all(type(pair) is tuple and len(pair) == 2 for pair in parts):
-            msg = f"a malformed mapping of kind {kind}"
+    if kind == _X_DEFAULTDICT and type(parts) is tuple and len(parts) == 2:
+        factory, items = parts
+        if factory is not None and not callable(factory):
+            msg = "a defaultdict whose factory cannot be called"
             raise WireError(msg)
-        try:
-            if kind == _X_ORDERED_DICT:
-                return collections.OrderedDict(parts)
-            return collections.Counter(dict(parts))
-        except TypeError as exc:  # an unhashable key
-            msg = f"a mapping of kind {kind} with an unhashable key"
-            raise WireError(msg) from exc
+        return collections.defaultdict(factory, _pairs(items, kind))
+    if kind == _X_DEQUE and type(parts) is tuple and len(parts) == 2:
+        items, maxlen = parts
+        if type(items) is not tuple or not (maxlen is None or type(maxlen) is int):
+            msg = "a malformed deque"
+            raise WireError(msg)
+        return collections.deque(items, maxlen)
+    if kind == _X_ALIAS and type(parts) is tuple and len(parts) == 2 and type(parts[1]) is tuple:
+        return types.GenericAlias(parts[0], parts[1])
+    if kind == _X_ORDERED_DICT:
+        return collections.OrderedDict(_pairs(parts, kind))
+    if kind == _X_COUNTER:
+        return collections.Counter(_pairs(parts, kind))
     msg = f"a malformed stdlib value of kind {kind}"
     raise WireError(msg)
 
@@ -499,15 +550,21 @@ class Peer:
 
     A message is a 4-byte length and an encoded tuple: ``("q", seq, op, args, released)``
     asks, ``("r", seq, value)`` answers, ``("e", seq, error)`` reports an exception,
-    ``("o", 1 or 2, text)`` carries what the served code printed and ``("o", 3,
-    warning)`` a warning it issued (sent before the next message, so they reach the
-    test that caused them).
+    ``("o", 1 or 2, text)`` carries what the served code printed, ``("o", 3,
+    warning)`` a warning it issued, ``("o", 4, text)`` a note that something
+    happened the isolation cannot reproduce faithfully and ``("o", 5, (module,
+    name))`` that a module attribute the other side keeps changed, ``("o", 6,
+    numbers)`` the handles it no longer needs and ``("o", 7, state)`` the state of
+    the global random generator (all sent before the next message, so they reach
+    the test that caused them, and in order).
     While a request waits for its answer the other side may ask requests of its own
     (callbacks); they are served in place, nested at most ``max_nesting`` deep.
     ``serve(op, args)`` answers them; ``fail(exc)`` turns an exception into the error
     payload, ``raise_error(error)`` turns a received one back into an exception.
     ``wait(fd, for_write)`` may block until ``fd`` is ready (a bounded wait) or
-    raise; without it reads and writes block.
+    raise; without it reads and writes block.  ``lock`` (an ``RLock`` by default) is
+    held by the thread that talks: a request holds it until its answer came, a served
+    request only while its answer is encoded and sent.
 
     Waiting.  A side reads without blocking first; while nothing is there it retries
     for up to ``spin_s``, yielding the core between tries, and only then calls
@@ -535,6 +592,7 @@ class Peer:
         budget: int | None = None,
         max_nesting: int = 50,
         spin_s: float = 0.0,
+        lock: Any = None,
     ) -> None:
         self.read_fd = read_fd
         self.write_fd = write_fd
@@ -548,15 +606,23 @@ class Peer:
         self._budget = budget
         self._max_nesting = max_nesting
         self._spin_s = spin_s
+        self.lock = lock if lock is not None else threading.RLock()
         self._buffer = bytearray()
         self._seq = 0
         self._nesting = 0
         self.received = 0
         self.released: list[Any] = []
-        # What to send before the next message: (1 or 2, printed text) pairs, and
-        # (3, (category, text, filename, lineno)) for a warning.
+        # What to send before the next message: (1 or 2, printed text) pairs,
+        # (3, (category, text, filename, lineno)) for a warning, (4, text) for a note,
+        # (5, (module number, name)) for a module attribute that changed.
         self.outbox: list[tuple[int, Any]] = []
         self.on_output: Callable[[int, Any], None] | None = None
+        # Told the handles the other side no longer needs (by the side that lent them).
+        self.on_released: Callable[[Any], None] = lambda released: None
+        # Run before each message is sent (the subject adds what changed to the outbox).
+        self.before_send: Callable[[], None] | None = None
+        # The error to answer instead of a value that cannot cross (the side notes a limit).
+        self.on_cannot_cross: Callable[[str], BaseException] = CannotCross
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Encode and write one message whole."""
@@ -612,43 +678,61 @@ class Peer:
         return message
 
     def request(self, op: str, args: Any) -> Any:
-        """Ask the other side; serve its own requests meanwhile; return or raise its answer."""
-        seq = self._seq
-        self._seq += 1
-        released, self.released = tuple(self.released), []
-        self.send(("q", seq, op, args, released))
-        while True:
-            message = self.receive()
-            if message[0] == "q":
-                self.serve_one(message)
-                continue
-            if message[0] == "o":
-                self._output(message)
-                continue
-            if message[1] != seq:
-                msg = f"an answer to request {message[1]} arrived while {seq} was pending"
-                raise WireError(msg)
-            if message[0] == "r":
-                return message[2]
-            raise self._raise_error(message[2])
+        """Ask the other side; serve its own requests meanwhile; return or raise its answer.
+
+        The side's ``lock`` is held throughout: one thread at a time talks.
+        """
+        with self.lock:
+            seq = self._seq
+            self._seq += 1
+            released, self.released = tuple(self.released), []
+            self.send(("q", seq, op, args, released))
+            while True:
+                message = self.receive()
+                if message[0] == "q":
+                    self.serve_one(message)
+                    continue
+                if message[0] == "o":
+                    self.output(message)
+                    continue
+                if message[1] != seq:
+                    msg = f"an answer to request {message[1]} arrived while {seq} was pending"
+                    raise WireError(msg)
+                if message[0] == "r":
+                    return message[2]
+                raise self._raise_error(message[2])
 
     def serve_one(self, message: tuple[Any, ...]) -> None:
-        """Answer one request of the other side."""
+        """Answer one request of the other side.
+
+        The served code runs without the side's ``lock`` when this thread does not hold
+        it already (the subject's serving loop), so that other threads of the served
+        code may ask requests of their own meanwhile; the answer is sent under it.
+        """
         _, seq, op, args, released = message
-        if self._nesting >= self._max_nesting:
-            msg = f"requests nested more than {self._max_nesting} deep"
-            raise WireError(msg)
-        self._nesting += 1
+        with self.lock:
+            if self._nesting >= self._max_nesting:
+                msg = f"requests nested more than {self._max_nesting} deep"
+                raise WireError(msg)
+            self._nesting += 1
+            self.on_released(released)
         try:
             try:
-                self.on_released(released)
                 value = self._serve(op, args)
-                body = self.encoder.encode(("r", seq, value))
+                with self.lock:
+                    try:
+                        body = self.encoder.encode(("r", seq, value))
+                    except CannotCross as exc:
+                        reason = f"isolation='process' cannot carry the answer to {op!r}: {exc}"
+                        raise self.on_cannot_cross(reason) from None
             except BaseException as exc:
-                body = self._error_body(seq, exc)
-            self._send_body(body)
+                with self.lock:
+                    body = self._error_body(seq, exc)
+            with self.lock:
+                self._send_body(body)
         finally:
-            self._nesting -= 1
+            with self.lock:
+                self._nesting -= 1
 
     def _error_body(self, seq: int, exc: BaseException) -> bytes:
         try:
@@ -658,6 +742,8 @@ class Peer:
             return self.encoder.encode(("e", seq, self._fail(fallback)))
 
     def _send_body(self, body: bytes) -> None:
+        if self.before_send is not None:
+            self.before_send()
         if self.outbox:  # what the served code printed goes first, in order
             pending, self.outbox = self.outbox, []
             frames = b"".join(
@@ -681,15 +767,25 @@ class Peer:
                 raise PeerClosed(msg) from None
             data = data[written:]
 
-    def _output(self, message: tuple[Any, ...]) -> None:
+    def output(self, message: tuple[Any, ...]) -> None:
+        """Take one ``o`` message: printed text, a warning, a note, releases, a state."""
         _, stream, payload = message
-        printed = stream in (1, 2) and type(payload) is str
+        printed = stream in (1, 2, 4) and type(payload) is str
         warned = stream == 3 and type(payload) is tuple and len(payload) == 4
-        if not (printed or warned):
+        changed = (
+            stream == 5
+            and type(payload) is tuple
+            and len(payload) == 2
+            and type(payload[0]) is int
+            and type(payload[1]) is str
+        )
+        released = stream == 6 and type(payload) is tuple
+        if released:
+            self.on_released(payload)
+            return
+        state = stream == 7 and type(payload) is tuple
+        if not (printed or warned or changed or state):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:
             self.on_output(stream, payload)
-
-    def on_released(self, released: Any) -> None:
-        """Handles the other side no longer needs (overridden by the side that owns objects)."""

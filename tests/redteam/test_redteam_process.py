@@ -185,6 +185,7 @@ HOSTILE_REASONS = {
     "flood": "flooding",
     "crafted_callbacks": "never given",
     "bad_sync": "wrong arguments",
+    "reach_through": "reach_through: the judge refused every attempt",
 }
 
 

@@ -54,18 +54,23 @@ def mul(a, b):
     elif ATTACK == "huge_frame":
         _raw(b"\xff\xff\xff\xff")
     elif ATTACK == "unknown_base":
+        # An object whose class is a class handle the subject never described.
         peer = _peer()
-        record = ("builtins", "int", (987654,), (), "int", True, False)
         original = peer.encoder._other
 
+        class Unknown:
+            pass
+
         def other(obj):
-            peer.encoder._other = original
-            return b"H", ("o", 5, 55, ((55, record),))
+            if type(obj) is Unknown:
+                peer.encoder._other = original
+                return b"H", ("c", 987654, None, None)
+            return b"H", ("o", 5, Unknown(), None)
 
         peer.encoder._other = other
         _forge_next_answer(lambda seq: ("r", seq, object()))
     elif ATTACK == "not_an_exception":
-        _forge_next_answer(lambda seq: ("e", seq, (int, (), "x", "", None)))
+        _forge_next_answer(lambda seq: ("e", seq, (42, "")))
     elif ATTACK == "claims_skip":
         raise type("Skipped", (BaseException,), {"__module__": "_pytest.outcomes"})("skip")
     elif ATTACK == "claims_exit":
@@ -98,7 +103,40 @@ if _p is not None:
     _p.encoder._other = _reference(_p.encoder._other)
 
 
+def _reach_through(key):
+    """Crafted requests that try to reach through the judge's key function.
+
+    Each must be refused; the run's output says whether every one was.
+    """
+    peer = _peer()
+    attempts = {
+        "globals": lambda: peer.request("getattr", (key, "__globals__")),
+        "code": lambda: peer.request("getattr", (key, "__code__")),
+        "closure": lambda: peer.request("getattr", (key, "__closure__")),
+        "class": lambda: peer.request("getattr", (key, "__class__")),
+        "set_code": lambda: peer.request("setattr", (key, "__code__", None)),
+        "function_type": lambda: peer.request("call", (type(key), (None, {}), {})),
+        "import": lambda: peer.request("import", ("os",)),
+        "described_class": lambda: peer.request("call", (_Ref(-1), (), {})),
+    }
+    reached = []
+    for name, attempt in attempts.items():
+        try:
+            found = attempt()
+        except BaseException:
+            continue
+        reached.append(name)
+        if isinstance(found, dict) and "test_mul" in found:
+            found["test_mul"] = lambda: None
+    if reached:
+        os.write(2, f"reach_through REACHED {reached}\n".encode())
+    else:
+        os.write(2, b"reach_through: the judge refused every attempt\n")
+
+
 def sort_by(items, key):
+    if ATTACK == "reach_through":
+        _reach_through(key)
     if ATTACK == "flood":
         # 30 MiB frames the judge must read whole: 512 MiB of them is a flood.  (Few
         # enough that the judge's small error answers still fit in the pipe.)
