@@ -329,6 +329,21 @@ class MetricRegistry:
         """
         return nullcontext() if self.read_only else self.transaction()
 
+    def behind_log(self) -> bool:
+        """Whether the pair log holds a pair past some metric's counted position: the
+        tail a read-only command folds in.  Reads at most that tail's first pair, so a
+        command with nothing to fold pays one read at the end of the log."""
+        cursors = [entry.acc.cursor for entry in self._entries.values()]
+        if not cursors:
+            return False
+        pairs = self.store.read_pairs(cursors)
+        try:
+            return next(pairs, None) is not None
+        finally:
+            close = getattr(pairs, "close", None)
+            if close is not None:
+                close()
+
     def _fingerprint(self) -> list[tuple[str, object, int, MetricState]]:
         """What a write of the document would record, in a cheaply comparable form."""
         return [(name, e.acc.cursor, e.acc.n, e.state) for name, e in self._entries.items()]
