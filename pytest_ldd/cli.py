@@ -69,12 +69,23 @@ def _err(text: str) -> None:
 class Project:
     """The configuration, store and registry one command works on."""
 
-    __slots__ = ("config", "registry", "store")
+    __slots__ = ("config", "folded", "registry", "store")
 
     def __init__(self, config: LddConfig, store: Store, registry: MetricRegistry) -> None:
         self.config = config
         self.store = store
         self.registry = registry
+        #: Pairs logged past each metric's stored state, counted in what is shown.
+        self.folded: dict[str, int] = {}
+
+    def note_folded(self) -> None:
+        """Say which figures count pairs the stored states do not (yet)."""
+        if self.folded:
+            counts = ", ".join(f"{name} +{n}" for name, n in self.folded.items())
+            _say(
+                f"note: pairs logged after the last update are counted ({counts}); "
+                f"the stored states take them at the next update (a recording session)"
+            )
 
     def gate(self, name: str) -> CalibrationGate:
         """The calibration gate that decides ``name``'s state."""
@@ -91,8 +102,13 @@ class Project:
             raise UnknownMetricError(msg, name=name)
 
 
-def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
-    """Read ``[tool.ldd]``, open the store and the registry the way the plugin does."""
+def _open(args: argparse.Namespace, *, read_only: bool = True, fold: bool = True) -> Project:
+    """Read ``[tool.ldd]``, open the store and the registry the way the plugin does.
+
+    A read-only command shows every pair in the log: with ``fold`` the pairs logged
+    after the last update are counted and the states evaluated on them, in memory
+    (only the log's tail is read; see :meth:`Calibrator.fold`).
+    """
     from pytest_ldd.config import load_config
 
     project = Path(args.project).absolute()
@@ -107,7 +123,12 @@ def _open(args: argparse.Namespace, *, read_only: bool = True) -> Project:
         registry = config.open_registry(store, read_only=read_only)
     except InvalidSpecError as exc:
         raise UsageError(str(exc)) from exc
-    return Project(config, store, registry)
+    opened = Project(config, store, registry)
+    if read_only and fold and registry.behind_log():
+        from pytest_ldd.calibration.calibrator import Calibrator
+
+        opened.folded = Calibrator(registry).fold()
+    return opened
 
 
 def _registered(project: Project) -> list[str]:
@@ -167,6 +188,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
         return EXIT_OK
     for line in status_table(states):
         _say(line)
+    project.note_folded()
     return EXIT_OK
 
 
@@ -286,9 +308,13 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 def _cmd_verify(args: argparse.Namespace) -> int:
     from pytest_ldd.calibration.calibrator import Calibrator
 
-    project = _open(args)
-    names = project.registry.names()
-    mismatches = Calibrator(project.registry).verify() if names else []
+    # The stored figures, the log's tail and the whole log, from one read: verify
+    # counts the tail itself, and compares what status shows with a full recount.
+    project = _open(args, fold=False)
+    registry = project.registry
+    names = registry.names()
+    stored = {name: registry.state(name).n for name in names}
+    mismatches = Calibrator(registry).verify() if names else []
     if mismatches:
         for line in mismatches:
             print(f"mismatch: {printable(_one_line(line))}", file=sys.stderr)
@@ -296,6 +322,12 @@ def _cmd_verify(args: argparse.Namespace) -> int:
         _err(f"verify failed: {count} mismatch{'es' if count != 1 else ''}")
         return EXIT_FAILED
     _say(f"ok: {len(names)} metric{'s' if len(names) != 1 else ''} verified")
+    project.folded = {
+        name: registry.counted(name).n - stored[name]
+        for name in names
+        if registry.counted(name).n > stored[name]
+    }
+    project.note_folded()
     return EXIT_OK
 
 
@@ -517,7 +549,7 @@ _METRIC_VERBS: Final = (
         "Show each metric's calibration figures and gate.",
         "Show each metric's state, number of calibration pairs, MAE, p95 and worst error, "
         "window MAE and the gate that decides its state.  The figures are the stored "
-        "incremental ones; the log is not re-read.",
+        "incremental ones and the pairs logged since: only the log's tail is read.",
         "_cmd_status",
         (
             ("--json",),
@@ -676,15 +708,29 @@ def build_parser(only: tuple[str, str] | None = None) -> argparse.ArgumentParser
     return parser
 
 
-def _show_warning(
-    message: Warning | str,
-    category: type[Warning],
-    filename: str,
-    lineno: int,
-    file: TextIO | None = None,
-    line: str | None = None,
-) -> None:
-    _err(f"warning: {message}")
+class _WarningLines:
+    """Shows a warning as one plain line, each text once per command: a command may
+    read a log's tail twice (to fold it in, then to report it), and a torn line is one
+    fact, said once."""
+
+    __slots__ = ("_said",)
+
+    def __init__(self) -> None:
+        self._said: set[str] = set()
+
+    def __call__(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        text = str(message)
+        if text not in self._said:
+            self._said.add(text)
+            _err(f"warning: {text}")
 
 
 def _exit_code(exc: SystemExit) -> int:
@@ -741,7 +787,7 @@ def _guarded(handler: Callable[[argparse.Namespace], int], args: argparse.Namesp
     try:
         with warnings.catch_warnings():
             # A torn log line warns; show it as one plain line, not Python's format.
-            warnings.showwarning = _show_warning
+            warnings.showwarning = _WarningLines()
             return handler(args)
     except (UsageError, InvalidSpecError, InvalidObservationError) as exc:
         _err(str(exc))

@@ -252,15 +252,24 @@ class LddConfig:
         registry = MetricRegistry(
             store, gate=self.calibration, gates=self.metric_gates(), read_only=read_only
         )
-        for name, table in self.metrics.items():
-            try:
-                metric = table.metric()
-                if metric is not None:
-                    registry.register(metric)
-            except LddError as exc:
-                msg = f"[tool.ldd.metrics.{name}] in {self.source}: {exc}"
-                raise InvalidSpecError(msg) from exc
+        with registry.batch():
+            for name, table in self.metrics.items():
+                try:
+                    metric = table.metric()
+                    if metric is not None:
+                        registry.register(metric)
+                except LddError as exc:
+                    msg = f"[tool.ldd.metrics.{name}] in {self.source}: {exc}"
+                    raise InvalidSpecError(msg) from exc
         return registry
+
+    def declarations(self) -> dict[str, tuple[MetricSpec, str]]:
+        """The specs the ``[tool.ldd.metrics.NAME]`` tables declare, with where each is."""
+        return {
+            name: (table.to_spec(), f"[tool.ldd.metrics.{name}] in {self.source}")
+            for name, table in self.metrics.items()
+            if table.kind is not None
+        }
 
 
 # --------------------------------------------------------------------------- loading

@@ -277,6 +277,25 @@ class Calibrator:
         self._caught_up([name])
         return self.registry.counted(name).stats(self.gate_for(name).window)
 
+    def fold(self) -> dict[str, int]:
+        """Count the pairs logged past every metric's stored position and evaluate the
+        states on them, in memory only: what a read-only command shows.
+
+        The reference tool (or a killed session) may append pairs after the last
+        update; the stored states lag them until the next update stores them.  This
+        reads only that tail, never the whole log.  Returns, for each metric whose
+        shown state now counts more pairs than its stored one, how many more.
+        """
+        registry = self.registry
+        names = registry.names()
+        stored = {name: registry.state(name).n for name in names}
+        self._caught_up(names)
+        lagging = [name for name in names if registry.counted(name).n != stored[name]]
+        now = utc_timestamp()
+        for name in registry.evaluation_order(lagging):
+            registry.set_state(name, self._evaluate(name, now))
+        return {name: registry.state(name).n - stored[name] for name in lagging}
+
     def mae(self, name: str) -> float | None:
         """Mean absolute error of ``name``'s pairs: ``stats(name).mae`` (None before any pair).
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
@@ -134,6 +134,12 @@ class MetricRegistry:
         # states and counts do not show (a registration, an accessor, the history).
         self._depth = 0
         self._dirty = False
+        # Where new metrics start counting (the furthest counted position), cached:
+        # registering thousands of metrics must not scan every entry each time.  Any
+        # change to the entries or a hand-out of an accumulator (whose cursor the
+        # calibrator moves) bumps the generation, which drops the cache.
+        self._generation = 0
+        self._frontier_cache: tuple[int, Cursor] | None = None
         # The bytes last read or written: reload() parses again only when they differ.
         self._seen = self.store.read_registry_bytes()
         doc = self._decode(self._seen)
@@ -219,10 +225,12 @@ class MetricRegistry:
         The calibrator counts the pairs appended since into it (in place), and
         replaces it to recount (:meth:`set_counted`).
         """
+        self._generation += 1
         return self._entry(name).acc
 
     def set_counted(self, name: str, acc: Accumulator) -> None:
         """Replace ``name``'s running statistics (a recount from ``acc.start``)."""
+        self._generation += 1
         self._entry(name).acc = acc
 
     def set_state(self, name: str, state: MetricState) -> None:
@@ -312,6 +320,30 @@ class MetricRegistry:
             if self._dirty or unsaved or self._fingerprint() != before:
                 self._write_locked()
 
+    def batch(self) -> AbstractContextManager[None]:
+        """Register many metrics with one write: a :meth:`transaction` (nothing for a
+        read-only registry, which writes nothing anyway).
+
+        A session declares its metrics in one batch, so registering thousands costs
+        one document write, not one per metric.
+        """
+        return nullcontext() if self.read_only else self.transaction()
+
+    def behind_log(self) -> bool:
+        """Whether the pair log holds a pair past some metric's counted position: the
+        tail a read-only command folds in.  Reads at most that tail's first pair, so a
+        command with nothing to fold pays one read at the end of the log."""
+        cursors = [entry.acc.cursor for entry in self._entries.values()]
+        if not cursors:
+            return False
+        pairs = self.store.read_pairs(cursors)
+        try:
+            return next(pairs, None) is not None
+        finally:
+            close = getattr(pairs, "close", None)
+            if close is not None:
+                close()
+
     def _fingerprint(self) -> list[tuple[str, object, int, MetricState]]:
         """What a write of the document would record, in a cheaply comparable form."""
         return [(name, e.acc.cursor, e.acc.n, e.state) for name, e in self._entries.items()]
@@ -348,8 +380,10 @@ class MetricRegistry:
         """Register several metrics with one lock and at most one write."""
         batch = list(metrics)
         # Validate against what is already known before touching the disk, so an
-        # invalid registration leaves the store exactly as it was.
-        trial = {name: _copy_entry(e) for name, e in self._entries.items()}
+        # invalid registration leaves the store exactly as it was.  A registration
+        # replaces the entries it changes (never changes one in place), so a shallow
+        # copy of the mapping is a trial that cannot touch the real entries.
+        trial = dict(self._entries)
         if all(self._is_known(m) for m in batch):
             return [self._register_into(self._entries, self._as_metric(m))[0] for m in batch]
         for m in batch:
@@ -384,8 +418,9 @@ class MetricRegistry:
                 diff = old.difference(spec)
                 if diff is None:
                     # Keep the caller's object: it carries the accessor.
-                    existing.metric = metric
-                    return metric, _check_accessor(existing, metric)
+                    kept = entries[spec.name] = _copy_entry(existing)
+                    kept.metric = metric
+                    return metric, _check_accessor(kept, metric)
                 msg = (
                     f"metric {spec.name!r} version {spec.version} is already registered with "
                     f"a different {diff!r} ({getattr(old, diff)!r} != {getattr(spec, diff)!r}): "
@@ -399,7 +434,8 @@ class MetricRegistry:
                     f"for a change)"
                 )
                 raise VersionConflictError(msg)
-        start = _frontier(entries, self.store.origin())
+        start = self._frontier()
+        self._generation += 1
         entries[spec.name] = _Entry(
             metric=metric,
             state=MetricState(spec.name, spec.version),
@@ -434,13 +470,26 @@ class MetricRegistry:
 
     def _rebuild_dependents(self, entries: dict[str, _Entry], changed: str) -> None:
         # A composite holds its component objects; after a component's version bump
-        # it must compute from the new one.
-        for entry in entries.values():
+        # it must compute from the new one.  Replaced, not changed: see register_many.
+        for name, entry in list(entries.items()):
             comps = entry.spec.components
-            if comps is not None and any(name == changed for name, _ in comps):
-                entry.metric = metric_from_spec(
-                    entry.spec, {name: entries[name].metric for name, _ in comps}
+            if comps is not None and any(n == changed for n, _ in comps):
+                rebuilt = entries[name] = _copy_entry(entry)
+                rebuilt.metric = metric_from_spec(
+                    entry.spec, {n: entries[n].metric for n, _ in comps}
                 )
+
+    def _frontier(self) -> Cursor:
+        """How far the pair log has been counted (the store's origin if not at all)."""
+        cached = self._frontier_cache
+        if cached is not None and cached[0] == self._generation:
+            return cached[1]
+        best = self.store.origin()
+        for entry in self._entries.values():
+            if best < entry.acc.cursor:
+                best = entry.acc.cursor
+        self._frontier_cache = (self._generation, best)
+        return best
 
     # ------------------------------------------------------------------ disk
 
@@ -492,6 +541,7 @@ class MetricRegistry:
             if comps is not None and any(m is not fresh[m.name].metric for m, _ in current):
                 entry.metric = metric_from_spec(entry.spec, {n: fresh[n].metric for n, _ in comps})
         self._entries = fresh
+        self._generation += 1
 
     def _parse(self, doc: Mapping[str, Any] | None) -> dict[str, _Entry]:
         if doc is None:
@@ -793,10 +843,3 @@ def _copy_entry(entry: _Entry) -> _Entry:
     )
 
 
-def _frontier(entries: Mapping[str, _Entry], origin: Cursor) -> Cursor:
-    """How far the pair log has been counted (``origin`` if not at all)."""
-    best = origin
-    for entry in entries.values():
-        if best < entry.acc.cursor:
-            best = entry.acc.cursor
-    return best

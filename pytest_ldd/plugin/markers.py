@@ -16,14 +16,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
-from pytest_ldd.errors import LddError
+from pytest_ldd.errors import InvalidSpecError, LddError
 
 if TYPE_CHECKING:
     from pytest_ldd.calibration.registry import MetricRegistry
     from pytest_ldd.model.gates import Bound
-    from pytest_ldd.model.metric import Metric
+    from pytest_ldd.model.metric import Metric, MetricSpec
 
-__all__ = ["MARKER_KEYWORDS", "NO_PLAN", "Declarations", "TestPlan"]
+__all__ = ["MARKER_KEYWORDS", "NO_PLAN", "Declarations", "TestPlan", "declare_once"]
 
 #: The keywords the ``metric`` marker takes.
 MARKER_KEYWORDS: Final = (
@@ -76,10 +76,16 @@ class Declarations:
     declared once and checked once.
     """
 
-    __slots__ = ("_declared", "registry")
+    __slots__ = ("_declared", "declared", "registry")
 
-    def __init__(self, registry: MetricRegistry) -> None:
+    def __init__(
+        self,
+        registry: MetricRegistry,
+        declared: dict[str, tuple[MetricSpec, str]] | None = None,
+    ) -> None:
         self.registry = registry
+        #: Every spec declared in this session and where (see :func:`declare_once`).
+        self.declared = declared if declared is not None else {}
         self._declared: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
 
     def declare_all(self, marked: list[tuple[pytest.Item, list[pytest.Mark]]]) -> None:
@@ -87,12 +93,13 @@ class Declarations:
 
         Declared before any reference is checked: whichever order the tests come in
         (selected by node id, shuffled, ``--lf``), a reference sees the spec a
-        collected test declares.
+        collected test declares.  All of them are stored with one write.
         """
-        for item, markers in marked:
-            for mark in reversed(markers):
-                if mark.kwargs.get("kind") is not None:
-                    self.declare_marker(item, mark)
+        with self.registry.batch():
+            for item, markers in marked:
+                for mark in reversed(markers):
+                    if mark.kwargs.get("kind") is not None:
+                        self.declare_marker(item, mark)
 
     def plan(self, item: pytest.Item, markers: list[pytest.Mark]) -> TestPlan:
         """The plan of a test from its ``metric`` markers (closest first, as pytest
@@ -156,7 +163,11 @@ class Declarations:
         registry = self.registry
         given = {k: kwargs[k] for k in _SPEC_KEYWORDS if kwargs.get(k) is not None}
         if "kind" in given:
-            registry.register(metric_from_marker(name, given))
+            metric = metric_from_marker(name, given)
+            declare_once(
+                self.declared, metric.spec, f"@pytest.mark.metric({name!r}) on {item.nodeid}"
+            )
+            registry.register(metric)
             return
         try:
             spec = registry.spec(name)
@@ -184,6 +195,38 @@ class Declarations:
                 )
 
 
+def declare_once(
+    declared: dict[str, tuple[MetricSpec, str]], spec: MetricSpec, where: str
+) -> None:
+    """Note that ``where`` declares ``spec`` in this session; a second, different
+    declaration of the same metric is an error naming both places.
+
+    Without this, a marker declaring version 2 of a metric ``[tool.ldd.metrics]``
+    declares as version 1 would replace it and be recorded, and every later session
+    would fail (version 1 is lower than the registered one): the conflict is named
+    by the session that introduces it, before anything is recorded.
+    """
+    known = declared.get(spec.name)
+    if known is None:
+        declared[spec.name] = (spec, where)
+        return
+    first, place = known
+    if first == spec:
+        return
+    shown = [
+        f"{field} {getattr(first, field)!r} / {getattr(spec, field)!r}"
+        for field in ("version", "kind", "unit", "normalize_scale", "description")
+        if getattr(first, field) != getattr(spec, field)
+    ]
+    msg = (
+        f"metric {spec.name!r} is declared twice in this session, differently "
+        f"({'; '.join(shown)}): by {place}, and by {where}; declare it in one place "
+        f"(a marker without kind= refers to that declaration), or give both the same "
+        f"spec with the same version"
+    )
+    raise InvalidSpecError(msg)
+
+
 def _marker_name(item: pytest.Item, mark: pytest.Mark) -> str:
     args = list(mark.args)
     if "name" in mark.kwargs:
@@ -198,7 +241,6 @@ def _marker_name(item: pytest.Item, mark: pytest.Mark) -> str:
 
 def metric_from_marker(name: str, given: Mapping[str, Any]) -> Metric:
     """The metric a marker's spec keywords (``kind`` among them) declare."""
-    from pytest_ldd.errors import InvalidSpecError
     from pytest_ldd.model.metric import bounded_rate, positive_count, signed_delta
 
     kind = given["kind"]

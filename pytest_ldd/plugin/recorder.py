@@ -123,6 +123,9 @@ class RunContext:
     shipped_specs: set[tuple[str, int]] = field(default_factory=set)
     #: The start of each (metric, version)'s log lines (see ``registry.line_head``).
     line_heads: dict[tuple[str, int], str] = field(default_factory=dict)
+    #: The specs this session declares (``[tool.ldd.metrics]``, the hook, markers),
+    #: with where each was declared: one metric, one spec per session.
+    declared: dict[str, tuple[MetricSpec, str]] = field(default_factory=dict)
     _prices: Any = None
 
     def is_load_bearing(self, name: str) -> bool:

@@ -230,7 +230,7 @@ class LddSession:
 
         assert self.ctx is not None
         if self._declarations is None:
-            self._declarations = Declarations(self.ctx.registry)
+            self._declarations = Declarations(self.ctx.registry, self.ctx.declared)
         declarations = self._declarations
         declarations.declare_all(marked)
         gated = False

@@ -18,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from pytest_ldd.calibration.registry import MetricRegistry
+    from pytest_ldd.config import LddConfig
     from pytest_ldd.model.gates import Bound
+    from pytest_ldd.model.metric import MetricSpec
     from pytest_ldd.plugin.recorder import RunContext
 
 __all__ = ["start_run", "worker_input"]
@@ -60,7 +63,7 @@ def start_run(
         name: parse_bounds(options, where=f"[tool.ldd.gates] {name}")
         for name, options in ldd_config.gates.items()
     }
-    config.hook.pytest_ldd_register_metrics(registry=registry)
+    declared = _declare_from_hook(config, ldd_config, registry)
 
     shared = getattr(config, "workerinput", {}).get("ldd")
     if shared is not None:
@@ -84,8 +87,31 @@ def start_run(
         config_predictors=config_predictors,
         base_dir=rootpath,
         ship_specs=is_worker,
+        declared=declared,
     )
     return ctx, corpus_bounds
+
+
+def _declare_from_hook(
+    config: pytest.Config, ldd_config: LddConfig, registry: MetricRegistry
+) -> dict[str, tuple[MetricSpec, str]]:
+    """Let ``pytest_ldd_register_metrics`` declare its metrics, in one batch (one
+    write); what this session declared so far, and where (see ``declare_once``).
+
+    A spec the hook declares that contradicts a ``[tool.ldd.metrics]`` table is an
+    error naming both, raised before the batch is written.
+    """
+    from pytest_ldd.plugin.markers import declare_once
+
+    declared = ldd_config.declarations()
+    before = {name: registry.spec(name) for name in registry.names()}
+    with registry.batch():
+        config.hook.pytest_ldd_register_metrics(registry=registry)
+        for name in registry.names():
+            spec = registry.spec(name)
+            if before.get(name) != spec:
+                declare_once(declared, spec, "the pytest_ldd_register_metrics hook")
+    return declared
 
 
 def worker_input(ctx: RunContext) -> dict[str, Any]:

@@ -294,3 +294,176 @@ def test_a_forked_child_that_returns_never_ends_the_session(
     assert len(sessions) == 1
     nodeids = sorted(p["nodeid"] for p in pairs)
     assert nodeids == ["test_fork.py::test_after", "test_fork.py::test_fork"]
+
+
+# -- one metric, one declaration per session ----------------------------------------------
+
+LATENCY_V1 = """
+[tool.ldd.metrics.latency]
+kind = "positive"
+unit = "ms"
+normalize_scale = 1000
+description = "p99 latency of the search endpoint"
+"""
+
+
+def _no_record(pytester: pytest.Pytester) -> None:
+    assert not (pytester.path / ".ldd" / "sessions.jsonl").exists()
+    assert not (pytester.path / ".ldd" / "metric_calibrations.jsonl").exists()
+
+
+def test_a_marker_contradicting_the_pyproject_is_named_by_the_session_introducing_it(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyprojecttoml(LATENCY_V1)
+    pytester.makepyfile(
+        test_latency="""
+        import pytest
+
+        @pytest.mark.metric("latency", kind="positive", unit="s", normalize_scale=1000,
+                            version=2, description="p99 latency of the search endpoint")
+        def test_a(ldd):
+            ldd.observe("latency", 0.3, predicted=0.2)
+        """
+    )
+    result = run(pytester, "--ldd")
+    assert result.ret == 4
+    (line,) = [text for text in result.stderr.str().splitlines() if "declared twice" in text]
+    assert "[tool.ldd.metrics.latency] in " in line
+    assert "pyproject.toml" in line
+    assert "@pytest.mark.metric('latency') on test_latency.py::test_a" in line
+    assert "version 1 / 2" in line
+    assert "unit 'ms' / 's'" in line
+    _no_record(pytester)
+    # metrics.json keeps the declaration of the pyproject: the next session runs.
+    (spec,) = metrics_doc(pytester.path / ".ldd")["specs"]
+    assert (spec["version"], spec["unit"]) == (1, "ms")
+    pytester.makepyfile(
+        test_latency="""
+        import pytest
+
+        @pytest.mark.metric("latency")
+        def test_a(ldd):
+            ldd.observe("latency", 300, predicted=200)
+        """
+    )
+    again = run(pytester, "--ldd")
+    again.assert_outcomes(passed=1)
+    assert again.ret == 0
+
+
+def test_two_markers_declaring_one_metric_differently_are_named(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyfile(
+        test_twice="""
+        import pytest
+
+        @pytest.mark.metric("score", kind="bounded", description="share of answers right")
+        def test_a():
+            pass
+
+        @pytest.mark.metric("score", kind="bounded", version=2,
+                            description="share of answers right")
+        def test_b():
+            pass
+        """
+    )
+    result = run(pytester, "--ldd")
+    assert result.ret == 4
+    text = result.stderr.str()
+    assert "declared twice" in text
+    assert "test_twice.py::test_a" in text
+    assert "test_twice.py::test_b" in text
+    _no_record(pytester)
+    assert not (pytester.path / ".ldd" / "metrics.json").exists()
+
+
+def test_the_hook_contradicting_the_pyproject_is_named_and_never_stored(
+    pytester: pytest.Pytester,
+) -> None:
+    pytester.makepyprojecttoml(LATENCY_V1)
+    pytester.makeconftest(
+        """
+        from pytest_ldd import positive_count
+
+        def pytest_ldd_register_metrics(registry):
+            registry.register(positive_count("latency", unit="s", version=2,
+                              normalize_scale=1000, description="p99 latency of search"))
+        """
+    )
+    pytester.makepyfile(test_a="def test_a():\n    pass\n")
+    result = run(pytester, "--ldd")
+    assert result.ret == 4
+    text = result.stderr.str()
+    assert "the pytest_ldd_register_metrics hook" in text
+    assert "[tool.ldd.metrics.latency] in " in text
+    _no_record(pytester)
+    # The hook's version 2 is never stored: metrics.json holds the pyproject's.
+    (spec,) = metrics_doc(pytester.path / ".ldd")["specs"]
+    assert (spec["version"], spec["unit"]) == (1, "ms")
+
+
+def test_the_same_declaration_in_two_places_is_fine(pytester: pytest.Pytester) -> None:
+    pytester.makepyprojecttoml(LATENCY_V1)
+    pytester.makepyfile(
+        test_same="""
+        import pytest
+
+        @pytest.mark.metric("latency", kind="positive", unit="ms", normalize_scale=1000,
+                            description="p99 latency of the search endpoint")
+        def test_a(ldd):
+            ldd.observe("latency", 300, predicted=200)
+        """
+    )
+    run(pytester, "--ldd").assert_outcomes(passed=1)
+
+
+# -- thousands of metrics: one registry write per batch -------------------------------------
+
+
+def test_registering_many_metrics_writes_the_registry_once_per_session(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_ldd.store.files import TraceStore
+
+    writes: list[int] = []
+    replace = TraceStore.replace_registry
+
+    def counting(self: TraceStore, doc: Any) -> bytes:
+        writes.append(len(doc["specs"]))
+        return replace(self, doc)
+
+    monkeypatch.setattr(TraceStore, "replace_registry", counting)
+    pytester.makeconftest(
+        """
+        from pytest_ldd import bounded_rate
+
+        def pytest_ldd_register_metrics(registry):
+            for i in range(300):
+                registry.register(bounded_rate(f"m{i:03d}", description="share of checks"))
+        """
+    )
+    pytester.makepyfile(
+        test_many="""
+        import pytest
+
+        @pytest.mark.metric("marked", kind="bounded", description="share of answers right")
+        @pytest.mark.parametrize("block", range(3))
+        def test_block(ldd, block):
+            for i in range(block * 100, block * 100 + 100):
+                ldd.observe(f"m{i:03d}", 0.5, predicted=0.4)
+        """
+    )
+    run(pytester, "--ldd").assert_outcomes(passed=3)
+    # One write when the session starts (the hook's 300 metrics), one for the
+    # markers' declarations, one at its end: never one per metric.
+    assert writes == [300, 301, 301]
+    writes.clear()
+    run(pytester, "--ldd").assert_outcomes(passed=3)
+    assert writes == [301]  # nothing new to register: only the end's update
+    doc = metrics_doc(pytester.path / ".ldd")
+    assert len(doc["specs"]) == 301
+    counted = {s["metric_name"]: s["n_calibration_samples"] for s in doc["promotions"]}
+    assert counted.pop("marked") == 0
+    assert set(counted.values()) == {2}
