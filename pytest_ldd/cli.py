@@ -56,7 +56,10 @@ def _say(text: str, stream: TextIO | None = None) -> None:
 
 
 def _err(text: str) -> None:
-    print(f"ldd: {printable(_one_line(text))}", file=sys.stderr)
+    from pytest_ldd.store.location import masked
+
+    # Every error and warning line: secrets masked, control characters escaped.
+    print(f"ldd: {printable(masked(_one_line(text)))}", file=sys.stderr)
 
 
 # -- opening the project ---------------------------------------------------------------
@@ -339,13 +342,14 @@ def _cmd_store_export(args: argparse.Namespace) -> int:
 
 
 def _cmd_store_import(args: argparse.Namespace) -> int:
-    from pytest_ldd.calibration.transfer import import_store
+    from pytest_ldd.calibration.transfer import check_store_folder, import_store
     from pytest_ldd.store.files import TraceStore
 
     folder = Path(args.folder).absolute()
     if not folder.is_dir():
         msg = f"import needs an existing .ldd folder (got {str(folder)!r})"
         raise UsageError(msg)
+    check_store_folder(folder, "import source")
     project = _open(args)
     source = TraceStore(folder, ldd_dir=folder)
     counts = import_store(source, project.store, _registry_opener(project))

@@ -12,7 +12,7 @@ import os
 import re
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any, Final, Literal, final
 
@@ -148,7 +148,7 @@ class AgentsConfig:
 
 
 @final
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class LddConfig:
     """The whole ``[tool.ldd]`` table (defaults when there is none).
 
@@ -167,6 +167,15 @@ class LddConfig:
     store: str | None = None
     #: ``[tool.ldd] project``: the key of this project's rows in a shared store.
     key: str | None = None
+
+    def __repr__(self) -> str:
+        # The store URL may hold a password: shown masked, as in every message.
+        shown = []
+        for item in fields(self):
+            value = getattr(self, item.name)
+            text = repr(masked(value)) if item.name == "store" and value else repr(value)
+            shown.append(f"{item.name}={text}")
+        return f"LddConfig({', '.join(shown)})"
 
     @property
     def ldd_dir(self) -> Path | None:
@@ -428,11 +437,11 @@ class _Reader:
         gates: dict[str, dict[str, float]] = {}
         if "gates" in table:
             for name, item in self.table(f"{root}.gates", table["gates"], None).items():
-                key = f"{root}.gates.{name}"
-                bounds = self.table(key, item, BOUND_KEYS)
+                dotted = f"{root}.gates.{name}"
+                bounds = self.table(dotted, item, BOUND_KEYS)
                 if not bounds:
-                    raise self.wrong(key, "a table with one of le, lt, ge, gt", bounds)
-                gates[name] = self.bounds(key, bounds)
+                    raise self.wrong(dotted, "a table with one of le, lt, ge, gt", bounds)
+                gates[name] = self.bounds(dotted, bounds)
                 if name not in CORPUS_METRICS:
                     msg = (
                         f"[tool.ldd.gates] {name}: corpus gates apply to the session "

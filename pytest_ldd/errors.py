@@ -19,6 +19,7 @@ __all__ = [
     "PriceError",
     "SandboxError",
     "StoreCorruptError",
+    "StoreUnavailableError",
     "UnknownMetricError",
     "VersionConflictError",
 ]
@@ -80,6 +81,22 @@ class StoreCorruptError(LddError):
         super().__init__(message)
         self.path = path
         self.line = line
+
+
+class StoreUnavailableError(StoreCorruptError, ConnectionError):
+    """A database store could not be reached, even after opening the connection again.
+
+    Nothing was lost: what was not stored is still held by the store
+    (``Store.take_unsaved``).  ``pairs`` and ``observations`` count the buffered
+    lines when it was raised.
+    """
+
+    def __init__(
+        self, message: str, *, path: str = "", pairs: int = 0, observations: int = 0
+    ) -> None:
+        super().__init__(message, path=path)
+        self.pairs = pairs
+        self.observations = observations
 
 
 class PriceError(LddError, ValueError):

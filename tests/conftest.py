@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from backends import BACKEND_NAMES, Backend, make_backend
+from private_postgres import PrivateServer
 
 pytest_plugins = ["pytester"]
 
@@ -24,3 +25,27 @@ def postgres() -> Iterator[Backend]:
     chosen = make_backend("postgres")
     yield chosen
     chosen.drop()
+
+
+@pytest.fixture(scope="session")
+def private_postgres() -> Iterator[PrivateServer]:
+    """A PostgreSQL server of this test process's own, which tests may stop and restart.
+
+    Never the shared server of ``LDD_TEST_POSTGRES_DSN``: other runs use that one.
+    """
+    server = PrivateServer()
+    try:
+        server.start()
+        yield server
+    finally:
+        server.destroy()
+
+
+@pytest.fixture
+def private_server(private_postgres: PrivateServer) -> Iterator[PrivateServer]:
+    """The private server, running when the test starts and left running after it."""
+    if not private_postgres.running:
+        private_postgres.start()
+    yield private_postgres
+    if not private_postgres.running:
+        private_postgres.start()

@@ -332,3 +332,18 @@ def test_calibration_gate_defaults() -> None:
     )
     assert CalibrationGate(max_mae=1).max_mae == 1.0
     assert isinstance(CalibrationGate(max_mae=1).max_mae, float)
+
+
+def test_corpus_gates_leave_the_project_key_alone(tmp_path: Path) -> None:
+    # The gates loop once reused the variable holding the project key: every project
+    # with [tool.ldd.gates] got the key "tool.ldd.gates.<last gate>", one for all.
+    write(
+        tmp_path,
+        '[tool.ldd]\nproject = "search"\n\n[tool.ldd.gates]\n'
+        "task_success = { ge = 0.8 }\ncost_per_success = { le = 0.25 }\n",
+    )
+    config = load_config(tmp_path)
+    assert config.key == "search"
+    assert set(config.gates) == {"task_success", "cost_per_success"}
+    write(tmp_path, '[tool.ldd.gates]\ntask_success = { ge = 0.8 }\n')
+    assert load_config(tmp_path).key is None

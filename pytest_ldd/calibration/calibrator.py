@@ -14,13 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from pytest_ldd.calibration.registry import MetricRegistry, read_only_error
-from pytest_ldd.errors import InvalidObservationError, StoreCorruptError
 from pytest_ldd.model.records import (
     CalibrationRecord,
     ObservationRecord,
     PairError,
     RawPair,
     json_raw,
+    raw_error,
     utc_timestamp,
 )
 from pytest_ldd.model.statistics import (
@@ -256,18 +256,7 @@ class Calibrator:
         if not isinstance(error, RawPair):
             return float(error)
         metric = self.registry.get(name)
-        values = []
-        for key, value in (("predicted", error.predicted), ("observed", error.observed)):
-            try:
-                values.append(metric.normalize(value, field=key))
-            except InvalidObservationError as err:
-                msg = (
-                    f"{error.where}: {key!r} must be a normalized number in [0, 1] (got "
-                    f"{value!r}), and read as a raw value of {name!r} it is not valid "
-                    f"either ({err})"
-                )
-                raise StoreCorruptError(msg, path=error.where.rpartition(":")[0]) from err
-        return abs(values[0] - values[1])
+        return raw_error(error, name, metric.spec.version, metric.normalize)
 
     def _gates(self, names: Iterable[str]) -> dict[str, CalibrationGate]:
         return {name: self.gate_for(name) for name in names}

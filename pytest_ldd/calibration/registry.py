@@ -203,8 +203,13 @@ class MetricRegistry:
         self._gates[name] = gate
 
     def history(self, name: str, key: str) -> list[float]:
-        """The last values recorded for ``(name, key)`` (oldest first; empty if none)."""
-        return list(self._entry(name).history.get(key, ()))
+        """The last values recorded for ``(name, key)`` (oldest first; empty if none).
+
+        An infinity was stored as :data:`HISTORY_BOUND` (JSON holds none): it is
+        read back as the infinity, so a predictor reads one history alike whether it
+        was recorded in this session or an earlier one.
+        """
+        return [_unbounded(v) for v in self._entry(name).history.get(key, ())]
 
     # ------------------------------------------------------------------ what the calibrator moves
 
@@ -768,6 +773,12 @@ HISTORY_BOUND: Final = 1e300
 
 def _bounded(value: float) -> float:
     return max(-HISTORY_BOUND, min(HISTORY_BOUND, float(value)))
+
+
+def _unbounded(value: float) -> float:
+    if abs(value) >= HISTORY_BOUND:
+        return math.copysign(math.inf, value)
+    return value
 
 
 def _copy_entry(entry: _Entry) -> _Entry:

@@ -33,7 +33,8 @@ class Prediction:
     """A predicted value (``None``: no prediction) with a confidence in [0, 1].
 
     A missing value carries no confidence, so ``value=None`` requires
-    ``confidence == 0.0``.
+    ``confidence == 0.0``.  The value may be infinite (a positive metric's latency
+    can be, and its normalized value is then 1.0); it is never NaN.
     """
 
     value: float | None
@@ -42,8 +43,8 @@ class Prediction:
     def __post_init__(self) -> None:
         if self.value is not None:
             value = _real(self.value)
-            if value is None or not math.isfinite(value):
-                msg = f"Prediction 'value' must be None or a finite number (got {self.value!r})"
+            if value is None or math.isnan(value):
+                msg = f"Prediction 'value' must be None or a number, not NaN (got {self.value!r})"
                 raise ValueError(msg)
             object.__setattr__(self, "value", value)
         confidence = _real(self.confidence)
@@ -68,6 +69,14 @@ class Estimator(Protocol):
 _LN_11: Final = math.log(11.0)
 
 
+#: What a history holds, as :meth:`MeanHistoryEstimator.reading` names it.
+EMPTY: Final = "empty"
+MEAN: Final = "mean"
+PLUS_INFINITY: Final = "+inf"
+MINUS_INFINITY: Final = "-inf"
+UNDEFINED: Final = "+inf and -inf"
+
+
 @final
 @dataclass(frozen=True, slots=True)
 class MeanHistoryEstimator:
@@ -76,6 +85,18 @@ class MeanHistoryEstimator:
     ``confidence = min(1, ln(1 + n) / ln(11))`` where ``n`` is the number of values
     averaged: 10 values give full confidence.  No history gives
     ``Prediction(None, 0.0)``.
+
+    Values may be infinite (a positive metric accepts ``inf``); what the window
+    holds is read as one of five :meth:`reading` names, and the prediction follows:
+
+    - ``"empty"``: no value, no prediction;
+    - ``"mean"``: only finite values, predicted as their mean, summed as
+      ``fsum(v / n)`` so that no intermediate sum overflows (three values of
+      ``1e308`` predict ``1e308``);
+    - ``"+inf"`` / ``"-inf"``: an infinite value (of one sign) dominates the mean,
+      which is that infinity;
+    - ``"+inf and -inf"``: the mean is undefined, so there is no prediction (and no
+      calibration pair), as with no history.
     """
 
     window: int = 10
@@ -86,15 +107,37 @@ class MeanHistoryEstimator:
             msg = f"MeanHistoryEstimator 'window' must be an int >= 1 (got {window!r})"
             raise ValueError(msg)
 
+    def reading(self, context: Any) -> str:
+        """What the last ``window`` values of ``context`` hold (see the class docstring)."""
+        return _reading(_history(context)[-self.window :])
+
     def predict(self, context: Any) -> Prediction:
         """``context`` is a sequence of past observed values, or ``{"history": [...]}``."""
-        history = _history(context)
-        recent = history[-self.window :]
-        if not recent:
+        recent = _history(context)[-self.window :]
+        reading = _reading(recent)
+        if reading in (EMPTY, UNDEFINED):
             return Prediction(None, 0.0)
         n = len(recent)
-        mean = math.fsum(recent) / n
+        if reading == MEAN:
+            # Each term is at most max-float / n: the exact sum fsum rounds stays finite.
+            mean = math.fsum(value / n for value in recent)
+        else:
+            mean = math.inf if reading == PLUS_INFINITY else -math.inf
         return Prediction(mean, min(1.0, math.log1p(n) / _LN_11))
+
+
+def _reading(values: Sequence[float]) -> str:
+    if not values:
+        return EMPTY
+    plus = math.inf in values
+    minus = -math.inf in values
+    if plus and minus:
+        return UNDEFINED
+    if plus:
+        return PLUS_INFINITY
+    if minus:
+        return MINUS_INFINITY
+    return MEAN
 
 
 def _history(context: object) -> list[float]:
@@ -113,8 +156,11 @@ def _history(context: object) -> list[float]:
     values: list[float] = []
     for index, item in enumerate(context):
         value = _real(item)
-        if value is None or not math.isfinite(value):
-            msg = f"MeanHistoryEstimator {field!r}[{index}] must be a finite number (got {item!r})"
+        if value is None or math.isnan(value):
+            msg = (
+                f"MeanHistoryEstimator {field!r}[{index}] must be a number, not NaN "
+                f"(got {item!r})"
+            )
             raise ValueError(msg)
         values.append(value)
     return values

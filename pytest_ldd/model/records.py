@@ -19,7 +19,7 @@ from dataclasses import dataclass, fields
 from numbers import Real
 from typing import Any, Final, TypeVar, final
 
-from pytest_ldd.errors import InvalidObservationError
+from pytest_ldd.errors import InvalidObservationError, StoreCorruptError
 
 __all__ = [
     "CalibrationRecord",
@@ -40,7 +40,9 @@ __all__ = [
     "normalized_pair",
     "number_text",
     "observation_text",
+    "pair_error",
     "pair_text",
+    "raw_error",
     "raw_text",
     "utc_timestamp",
 ]
@@ -401,17 +403,62 @@ def check_pair_line(record: dict[str, Any]) -> None:
             raise ValueError(msg)
 
 
-def normalized_pair(record: Mapping[str, Any], normalize: Callable[..., float]) -> dict[str, Any]:
+def normalized_pair(
+    record: Mapping[str, Any], normalize: Callable[..., float], *, where: str = ""
+) -> dict[str, Any]:
     """A calibration line with normalized values: a raw line is normalized by
     ``normalize(value, field=key)`` (a metric's ``normalize``; its raw values kept as
-    ``raw_*``), others as they are."""
+    ``raw_*``), others as they are.
+
+    The one reading of the reference tool's raw lines: the statistics count them
+    through it (:func:`raw_error`), and every path that ingests lines (``ldd store
+    import``, ``merge``, ``export``) stores them through it.  A raw value the metric
+    refuses makes the line fit neither reading: a :class:`StoreCorruptError` naming
+    ``where`` (``path:line``) and both readings.
+    """
     if not is_raw_pair(record):
         return dict(record)
     line = dict(record)
     for key in ("predicted", "observed"):
         line[f"raw_{key}"] = record[key]
-        line[key] = normalize(record[key], field=key)
+        try:
+            line[key] = normalize(record[key], field=key)
+        except InvalidObservationError as err:
+            name = record.get("metric_name")
+            msg = (
+                f"{where}: {key!r} must be a normalized number in [0, 1] (got "
+                f"{record[key]!r}), and read as a raw value of {name!r} it is not valid "
+                f"either ({err})"
+            )
+            raise StoreCorruptError(msg, path=where.rpartition(":")[0]) from err
     return line
+
+
+def raw_error(raw: RawPair, name: str, version: int, normalize: Callable[..., float]) -> float:
+    """The error of a pair logged as raw values (see :func:`normalized_pair`)."""
+    record = {
+        "metric_name": name,
+        "metric_version": version,
+        "predicted": raw.predicted,
+        "observed": raw.observed,
+    }
+    line = normalized_pair(record, normalize, where=raw.where)
+    return float(abs(line["predicted"] - line["observed"]))
+
+
+def pair_error(record: Mapping[str, Any], where: str) -> PairError:
+    """What a pair line counts: ``(name, version, |predicted - observed|)``.
+
+    A line of raw values (the reference tool's) carries a :class:`RawPair` instead,
+    which the statistics normalize with the metric's spec (:func:`raw_error`): every
+    backend counts a line the same way, whoever wrote it.  ``record`` must have
+    passed :func:`check_pair_line`.
+    """
+    predicted, observed = record["predicted"], record["observed"]
+    name, version = record["metric_name"], record["metric_version"]
+    if is_raw_pair(record):
+        return name, version, RawPair(predicted, observed, where)
+    return name, version, float(abs(predicted - observed))
 
 
 def _optional(record: Mapping[str, Any], key: str, kind: type, expected: str) -> None:
@@ -422,13 +469,20 @@ def _optional(record: Mapping[str, Any], key: str, kind: type, expected: str) ->
 
 
 def check_observation_line(record: dict[str, Any]) -> None:
-    """Validate an observation log line (raises ValueError naming the key)."""
+    """Validate an observation log line (raises ValueError naming the key).
+
+    ``normalized`` is a number in [0, 1], as every metric's normalization gives: a
+    hand-edited ``7`` is refused on read, never imported or reported.
+    """
     name, version = record["metric_name"], record["metric_version"]
     if not isinstance(name, str) or not name:
         msg = f"'metric_name' must be a non-empty str (got {name!r})"
         raise ValueError(msg)
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         msg = f"'metric_version' must be an int >= 1 (got {version!r})"
+        raise ValueError(msg)
+    if not _unit(record["normalized"]):
+        msg = f"'normalized' must be a number in [0, 1] (got {record['normalized']!r})"
         raise ValueError(msg)
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from pytest_ldd.errors import LddError
+from pytest_ldd.errors import LddError, StoreUnavailableError
 
 if TYPE_CHECKING:
     import pytest
@@ -23,14 +23,23 @@ __all__ = ["end_session"]
 
 
 def end_session(ldd: SessionState, session: pytest.Session, *, interrupted: bool) -> None:
-    """End ``ldd``'s session: its document built, recorded when recording."""
+    """End ``ldd``'s session: its document built, recorded when recording.
+
+    Only the process that started the session ends it: a child forked by a test
+    that returns into pytest instead of exiting must not record it a second time.
+    """
     ledger, ctx, config = ldd.ledger, ldd.ctx, ldd.config
     if ledger is None or ctx is None or ldd.collect_only or ldd.usage_error is not None:
         return
+    if not ldd.owns_session():
+        return
+    outage: StoreUnavailableError | None = None
     with ldd.warnings.kept():
         if ldd.error is None:
             try:
                 ledger.finish(ldd.corpus_bounds)
+            except StoreUnavailableError as exc:
+                outage = exc
             except LddError as exc:
                 ldd.error = str(exc)
         if ldd.error is not None:
@@ -46,11 +55,54 @@ def end_session(ldd: SessionState, session: pytest.Session, *, interrupted: bool
         if ldd.recording:
             store = ctx.registry.store
             try:
-                store.append_sessions([document])
-                store.sync(["sessions"])  # the logs were synced by finish()
+                if outage is None:
+                    store.append_sessions([document])
+                    store.sync(["sessions"])  # the logs were synced by finish()
+            except StoreUnavailableError as exc:
+                outage = exc
             except LddError as exc:
                 ldd.error = str(exc)
             finally:
+                if outage is not None:
+                    _spill(ldd, session, outage, document)
                 store.close()
     if ledger.corpus_failures:
         session.testsfailed += 1
+
+
+def _spill(
+    ldd: SessionState,
+    session: pytest.Session,
+    outage: StoreUnavailableError,
+    document: dict[str, object],
+) -> None:
+    """Keep what the store could not take beside the project, and fail the session.
+
+    The folder (``.ldd-spill/<session id>/`` in the rootdir) is laid out as ``ldd
+    store export`` writes a store, so ``ldd store import`` loads it once the store is
+    back.  The session fails (exit status 1) with a line saying how many pairs and
+    observations were not stored and where they are.
+    """
+    from pytest_ldd.calibration.transfer import SPILL_DIR, spill
+
+    ctx = ldd.ctx
+    assert ctx is not None
+    store = ctx.registry.store
+    observations, pairs = store.take_unsaved()
+    # In registration order: components before the composites made of them.
+    specs = [ctx.registry.spec(name).to_json() for name in ctx.registry.names()]
+    folder = ldd.config.rootpath / SPILL_DIR / ctx.session_id
+    what = f"{len(pairs)} pairs and {len(observations)} observations of this session"
+    try:
+        spill(folder, observations=observations, pairs=pairs, sessions=[document], specs=specs)
+    except LddError as exc:
+        ldd.end_errors.append(
+            f"pytest-ldd: {what} were not stored ({outage}), and could not be kept in "
+            f"{folder} either ({exc}): they are lost"
+        )
+    else:
+        ldd.end_errors.append(
+            f"pytest-ldd: {what} were not stored ({outage}); they are kept in {folder}: "
+            f"load them with `ldd store import {folder}` once the store is back"
+        )
+    session.testsfailed += 1

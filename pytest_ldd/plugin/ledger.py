@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from pytest_ldd.errors import UnknownMetricError
+from pytest_ldd.errors import LddError, UnknownMetricError
 from pytest_ldd.model.corpus import CORPUS_METRICS, HUGE_COST, SESSION_KEY
 from pytest_ldd.model.gates import Bound, format_value
-from pytest_ldd.model.records import utc_timestamp
+from pytest_ldd.model.records import encode_line, utc_timestamp
 from pytest_ldd.plugin.payload import Payload
 from pytest_ldd.plugin.recorder import fmt_mae, state_name
 
@@ -61,6 +61,8 @@ class SessionLedger:
         self.state_changes: list[tuple[str, MetricState | None, MetricState]] = []
         self.corpus: dict[str, Any] = {}
         self.corpus_failures: list[str] = []
+        #: Pairs, observations and unreadable reports not written after an error.
+        self.unrecorded = [0, 0, 0]
 
     def consume(self, payload: Payload | str | Mapping[str, Any]) -> None:
         """Write one payload (recording) and count it; called once per payload.
@@ -105,6 +107,26 @@ class SessionLedger:
             else:
                 self._tally.merge(part)
 
+    def count_unrecorded(self, payload: Payload | str | Mapping[str, Any]) -> None:
+        """Count a payload that is not written (the session stopped recording after an
+        error): :meth:`unrecorded_text` says how much, so nothing goes silently."""
+        if not isinstance(payload, Payload):
+            try:
+                payload = Payload.decode(payload)
+            except LddError:
+                self.unrecorded[2] += 1
+                return
+        self.unrecorded[0] += len(payload.pairs)
+        self.unrecorded[1] += len(payload.observations)
+
+    def unrecorded_text(self) -> str:
+        """``""``, or what :meth:`count_unrecorded` counted, as a clause of a message."""
+        pairs, observations, unreadable = self.unrecorded
+        if not (pairs or observations or unreadable):
+            return ""
+        text = f"; {pairs} pairs and {observations} observations of later tests were not recorded"
+        return text + (f" ({unreadable} reports unreadable)" if unreadable else "")
+
     def _touch(self, name: str) -> _MetricTouch:
         if name not in self.touched:
             self.touched[name] = _MetricTouch()
@@ -147,7 +169,13 @@ class SessionLedger:
                 remembered = min(value, HUGE_COST)
                 self.history.setdefault((name, SESSION_KEY), []).append(remembered)
             if ctx.recording and pairs:
-                ctx.calibrator.log_many(pairs)
+                # Through the buffered path: a store out of reach keeps them with the
+                # session's other unsaved lines (Store.take_unsaved).
+                ctx.calibrator.append_lines(
+                    [],
+                    [encode_line(p.to_json()) for p in pairs],
+                    [(p.metric_name, p.metric_version, p.error) for p in pairs],
+                )
             self.corpus["gates"] = self._corpus_gates(aggregates, corpus_gates)
         if ctx.recording:
             # The pairs reach the disk before metrics.json counts them: after a power

@@ -57,10 +57,16 @@ def new_session_id() -> str:
 
 
 def unknown_metric_message(name: str) -> str:
-    """The failure text for logging a metric nobody declared."""
+    """The failure text for logging a metric nobody declared.
+
+    The name was never validated (nobody declared it): it is shown escaped, so a
+    control character in it neither steers the terminal nor forges a line.
+    """
+    from pytest_ldd.report.terminal import printable
+
     return (
         f"unknown metric {name!r}: declare it with @pytest.mark.metric(...) "
-        f"or [tool.ldd.metrics.{name}]"
+        f"or [tool.ldd.metrics.{printable(str(name))}]"
     )
 
 

@@ -20,7 +20,15 @@ from pytest_ldd.plugin.options import HTML_OPTION, REPORT_OPTION
 if TYPE_CHECKING:
     from pytest_ldd.plugin.stash import SessionState
 
-__all__ = ["terminal_summary", "write_reports"]
+__all__ = ["shown", "terminal_summary", "write_reports"]
+
+
+def shown(error: object) -> str:
+    """``error``'s text as a message may show it: secrets masked, controls escaped."""
+    from pytest_ldd.report.terminal import printable
+    from pytest_ldd.store.location import masked
+
+    return printable(masked(str(error)))
 
 
 def write_reports(ldd: SessionState, session: pytest.Session) -> None:
@@ -99,4 +107,4 @@ def terminal_summary(ldd: SessionState, terminalreporter: Any) -> None:
         if doc is None or mode == "none":
             terminalreporter.write_sep("=", "ldd")
         for text in ldd.end_errors:
-            terminalreporter.write_line(printable(text), red=True, bold=True)
+            terminalreporter.write_line(shown(text), red=True, bold=True)

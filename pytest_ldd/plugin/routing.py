@@ -41,6 +41,8 @@ class PayloadRoute:
     def route(self, report: pytest.TestReport) -> None:
         """Hand over what the test of ``report`` recorded, with its teardown report."""
         session = self.session
+        if not session.owns_session():
+            return  # a forked child's reports: the parent records this session
         nodeid = report.nodeid
         retried = report.outcome == "rerun"  # type: ignore[comparison-overlap]
         if retried:
@@ -83,5 +85,8 @@ class PayloadRoute:
                 # Raising here would be an INTERNALERROR (and, under xdist, kill the
                 # controller's loop); the session stops cleanly at the end instead.
                 session.error = f"{nodeid}: {exc}"
+        elif payload is not None:
+            # After an error nothing more is written; the error says how much.
+            ledger.count_unrecorded(payload)
         if report.when == "teardown":
             ledger.count_test()

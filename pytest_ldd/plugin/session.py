@@ -17,6 +17,7 @@ It coordinates the jobs, each in a module of its own: starting the run
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Final
@@ -34,9 +35,16 @@ if TYPE_CHECKING:
     from pytest_ldd.plugin.routing import PayloadRoute
     from pytest_ldd.plugin.stash import SessionState
 
-__all__ = ["SESSION_PLUGIN", "LddSession"]
+__all__ = ["SESSION_PLUGIN", "LddSession", "usage_line"]
 
 SESSION_PLUGIN: Final = "ldd-session"
+
+
+def usage_line(error: object) -> str:
+    """The one line of a usage error (exit status 4), shown safely."""
+    from pytest_ldd.plugin.reports import shown
+
+    return f"pytest-ldd: {shown(error)}"
 
 
 class LddSession:
@@ -47,6 +55,8 @@ class LddSession:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        #: The process that started the session: the only one that records and ends it.
+        self.pid = os.getpid()
         #: ``--co`` writes nothing, whatever ``--ldd`` says.
         self.collect_only = bool(config.getoption("collectonly", False))
         #: ``ldd_junit_properties``: observations become JUnit XML properties.
@@ -73,6 +83,15 @@ class LddSession:
         self._declarations: Declarations | None = None
         self._route: PayloadRoute | None = None
         self._warnings: HeldWarnings | None = None
+
+    def owns_session(self) -> bool:
+        """Whether this process started the session (see :attr:`pid`).
+
+        A test that forks and whose child returns into pytest instead of exiting
+        leaves a second process running the rest of the session: it records
+        nothing, and never ends the session, so no pair is stored twice.
+        """
+        return os.getpid() == self.pid
 
     @property
     def warnings(self) -> HeldWarnings:
@@ -118,7 +137,7 @@ class LddSession:
                     self.config, recording=self.recording, is_worker=self.is_worker
                 )
         except LddError as exc:
-            raise pytest.UsageError(f"pytest-ldd: {exc}") from None
+            raise pytest.UsageError(usage_line(exc)) from None
         if not self.is_worker:
             from pytest_ldd.model.records import utc_timestamp
             from pytest_ldd.plugin.ledger import SessionLedger
@@ -164,8 +183,12 @@ class LddSession:
                 return
             gated = bool(self.ctx.config_bounds) | self._plan(marked)
         except pytest.UsageError as exc:
+            # A marker's name or keywords are the test's, shown as written: escaped.
+            from pytest_ldd.plugin.reports import shown
+
+            exc = pytest.UsageError(shown(exc))
             if not self.is_worker:
-                raise
+                raise exc from None
             # A usage error raised inside an xdist worker crashes the worker; instead it
             # runs nothing and hands the message to the controller, which stops the
             # session with exit status 4 like a serial run.
@@ -275,16 +298,18 @@ class LddSession:
             raise pytest.UsageError(self.usage_error)
         end_session(self, session, interrupted=bool(session.shouldstop or session.shouldfail))
         if self.error is not None:
-            raise pytest.UsageError(f"pytest-ldd: {self.error}")
+            unrecorded = self.ledger.unrecorded_text() if self.ledger is not None else ""
+            raise pytest.UsageError(usage_line(self.error + unrecorded))
         if self.warnings.errors and not self.is_worker:
             # (A worker reads the store the controller reads, and warns alike.)
-            raise pytest.UsageError("pytest-ldd: " + "; ".join(self.warnings.errors))
+            raise pytest.UsageError(usage_line("; ".join(self.warnings.errors)))
         return result
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         from pytest_ldd.plugin.reports import write_reports
 
-        write_reports(self, session)
+        if self.owns_session():
+            write_reports(self, session)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         from pytest_ldd.plugin.reports import terminal_summary

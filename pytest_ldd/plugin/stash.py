@@ -48,6 +48,10 @@ class SessionState(Protocol):
         """The warnings of store work held back inside hooks."""
         ...
 
+    def owns_session(self) -> bool:
+        """Whether this process started the session (a forked child never ends it)."""
+        ...
+
     def start_session(self) -> None:
         """At session start: check the command line; start now when that is sure."""
         ...

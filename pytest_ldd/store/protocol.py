@@ -119,6 +119,20 @@ class Store(Protocol):
         """Hold what makes a read consistent with concurrent appends; creates nothing."""
         ...
 
+    def atomic(self) -> AbstractContextManager[Store]:
+        """Hold the lock for a unit of writes applied whole or not at all.
+
+        Yields the store to read and write within the unit (the store itself inside
+        a database transaction, or a staged copy of a folder); every write to it is
+        applied when the ``with`` block ends, none when it raises.
+        """
+        ...
+
+    def take_unsaved(self) -> tuple[list[str], list[str]]:
+        """The observation and pair lines :meth:`append_lines` took but no write
+        stored (a database out of reach), handed over and forgotten; usually none."""
+        ...
+
     # -- the registry document
 
     def read_registry_bytes(self) -> bytes | None:

@@ -285,7 +285,11 @@ def test_history_is_bounded_and_persisted(registry: MetricRegistry) -> None:
         registry.extend_history({("a", "t1"): [float("inf")]})
     registry.register(latency())
     registry.extend_history({("latency", "t1"): [float("inf"), 3.0]})
-    assert MetricRegistry(registry.store).history("latency", "t1") == [1e300, 3.0]
+    # Stored as 1e300 (JSON holds no infinity), read back as the infinity it was.
+    assert MetricRegistry(registry.store).history("latency", "t1") == [float("inf"), 3.0]
+    doc = json.loads(registry.store.read_registry_bytes() or b"{}")
+    (state,) = [s for s in doc["promotions"] if s["metric_name"] == "latency"]
+    assert state["history"] == {"t1": [1e300, 3.0]}
     with pytest.raises(LddError, match="'window' must be an int >= 1"):
         registry.extend_history({("a", "t1"): [0.1]}, window=0)
 

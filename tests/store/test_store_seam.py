@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -65,6 +65,20 @@ class ListStore:
         return _Held(self._lock)
 
     read_lock = lock
+
+    @contextmanager
+    def atomic(self) -> Iterator[ListStore]:
+        # Whole or nothing: the lists as they were come back when the block raises.
+        with self._lock:
+            saved = {log: list(records) for log, records in self.logs.items()}, self.document
+            try:
+                yield self
+            except BaseException:
+                self.logs, self.document = saved
+                raise
+
+    def take_unsaved(self) -> tuple[list[str], list[str]]:
+        return [], []
 
     def read_registry_bytes(self) -> bytes | None:
         return self.document

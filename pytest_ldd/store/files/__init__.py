@@ -27,14 +27,20 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, nullcontext, suppress
+from contextlib import AbstractContextManager, contextmanager, nullcontext, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from pytest_ldd.errors import InvalidSpecError, StoreCorruptError
-from pytest_ldd.model.records import PairError, check_line, encode_records
+from pytest_ldd.model.records import (
+    PairError,
+    check_line,
+    check_pair_line,
+    encode_records,
+    pair_error,
+)
 from pytest_ldd.store.document import SCHEMA_VERSION
-from pytest_ldd.store.files.disk import os_error, regular
+from pytest_ldd.store.files.disk import fsync_folder, os_error, os_errors, regular
 from pytest_ldd.store.files.lock import FolderLock
 from pytest_ldd.store.files.metrics_file import MetricsFile
 from pytest_ldd.store.files.reader import (
@@ -59,6 +65,7 @@ __all__ = [
     "OBSERVATIONS_FILE",
     "SCHEMA_VERSION",
     "SESSIONS_FILE",
+    "STORE_FILES",
     "LogCursor",
     "OwnAppends",
     "TraceStore",
@@ -71,6 +78,11 @@ CALIBRATIONS_FILE: Final = "metric_calibrations.jsonl"
 OBSERVATIONS_FILE: Final = "observations.jsonl"
 SESSIONS_FILE: Final = "sessions.jsonl"
 LOCK_FILE: Final = ".lock"
+#: The files of a store folder, in the order a staged write moves them into place
+#: (the logs first: a ``metrics.json`` never counts lines its logs do not hold).
+STORE_FILES: Final = (CALIBRATIONS_FILE, OBSERVATIONS_FILE, SESSIONS_FILE, METRICS_FILE)
+#: The prefix of a staged copy's folder inside the store folder (see ``staged``).
+STAGE_PREFIX: Final = ".staged-"
 
 #: Keys every line of a log must hold (a line without them is corrupt).
 _REQUIRED_KEYS: Final[Mapping[str, tuple[str, ...]]] = {
@@ -177,6 +189,59 @@ class TraceStore:
         Without a pair log there is nothing to read torn, and reading creates nothing.
         """
         return self.lock() if self.calibrations_path.exists() else nullcontext()
+
+    def atomic(self) -> AbstractContextManager[TraceStore]:
+        """A unit of writes applied whole or not at all: a staged copy of the folder
+        (see :meth:`staged`), moved into place when the ``with`` block ends."""
+        return self.staged(copy=True)
+
+    @contextmanager
+    def staged(self, *, copy: bool) -> Iterator[TraceStore]:
+        """Hold the lock and yield a store on a staged folder; move it into place at the end.
+
+        The staged folder lies inside the store folder (same file system), starts as
+        a copy of the store's files (``copy``) or empty, and takes every write of the
+        ``with`` block.  When the block ends, its files replace the store's, each with
+        ``os.replace`` (the logs first, ``metrics.json`` last), and a file the staged
+        folder lacks is removed when it did not start as a copy; when the block
+        raises, the store is left as it was.  The lock is held throughout: no other
+        writer interleaves.
+        """
+        import shutil  # only a staged write needs them: not paid by every command
+        import tempfile
+
+        with self.lock():
+            stage = Path(tempfile.mkdtemp(prefix=STAGE_PREFIX, dir=self.ldd_dir))
+            try:
+                if copy:
+                    for name in STORE_FILES:
+                        source = self.ldd_dir / name
+                        if regular(source) is not None:
+                            shutil.copyfile(source, stage / name)
+                staged = TraceStore(stage, ldd_dir=stage, lock_timeout=self.lock_timeout)
+                try:
+                    yield staged
+                    staged.sync()
+                finally:
+                    staged.close()
+                self._move_into_place(stage, remove_missing=not copy)
+            finally:
+                shutil.rmtree(stage, ignore_errors=True)
+
+    def _move_into_place(self, stage: Path, *, remove_missing: bool) -> None:
+        # The staged files are durable already (sync, and metrics.json's own write).
+        with os_errors(self.ldd_dir, "replace the files of"):
+            for name in STORE_FILES:
+                staged, target = stage / name, self.ldd_dir / name
+                if staged.exists():
+                    os.replace(staged, target)
+                elif remove_missing:
+                    target.unlink(missing_ok=True)
+            fsync_folder(self.ldd_dir)
+
+    def take_unsaved(self) -> tuple[list[str], list[str]]:
+        """Nothing: every append is written when it returns (or raises at once)."""
+        return [], []
 
     # ------------------------------------------------------------------ metrics.json
 
@@ -315,15 +380,20 @@ class TraceStore:
         return self.append(self.calibrations_path, records, fsync=fsync)
 
     def append_pairs(self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False) -> None:
-        """Append calibration pairs, remembering what they count (see :meth:`read_pairs`)."""
+        """Append calibration pairs, remembering what they count (see :meth:`read_pairs`).
+
+        What a pair counts is what the reader would count reading it back
+        (:func:`~pytest_ldd.model.records.pair_error`: a line of raw values is
+        normalized with its metric's spec when counted, never taken as its raw
+        difference).
+        """
+        where = f"{self.calibrations_path}: appended pair"
+        facts: list[Any] | None
         try:
-            errors: list[Any] | None = [
-                (r["metric_name"], r["metric_version"], abs(r["predicted"] - r["observed"]))
-                for r in records
-            ]
-        except (KeyError, TypeError):
-            errors = None  # not pairs the statistics count: they are read back, and named
-        self.append_batches([(self.calibrations_path, records)], fsync=fsync, facts=[errors])
+            facts = [pair_error(_checked_pair(r), f"{where} {i}") for i, r in enumerate(records)]
+        except (KeyError, TypeError, ValueError):
+            facts = None  # not pairs the statistics count: they are read back, and named
+        self.append_batches([(self.calibrations_path, records)], fsync=fsync, facts=[facts])
 
     def append_observations(
         self, records: Sequence[Mapping[str, Any]], *, fsync: bool = False
@@ -365,11 +435,22 @@ class TraceStore:
         }[log]
 
     def iter_log(
-        self, log: LogName, *, start: Cursor | None = None
+        self, log: LogName, *, start: Cursor | None = None, complete_tail: bool = False
     ) -> Iterator[tuple[dict[str, Any] | None, LogCursor]]:
-        """:meth:`iter_jsonl` of ``log``'s file."""
+        """:meth:`iter_jsonl` of ``log``'s file.
+
+        ``complete_tail``: a last line without its newline that holds a complete,
+        valid record is read too (for a folder no writer is appending to: a merge's
+        input, an import's source).  The position after it is not one to store.
+        """
         begin = LogCursor() if start is None else log_cursor(start)
-        return self.iter_jsonl(self.log_path(log), start=begin, validate=check_line[log])
+        return iter_jsonl(
+            self.log_path(log),
+            start=begin,
+            required=self.required_keys(self.log_path(log)),
+            validate=check_line[log],
+            complete_tail=complete_tail,
+        )
 
     def read_log(
         self, log: LogName, *, start: Cursor | None = None
@@ -509,6 +590,11 @@ class TraceStore:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+def _checked_pair(record: Mapping[str, Any]) -> Mapping[str, Any]:
+    check_pair_line(dict(record))
+    return record
 
 
 if TYPE_CHECKING:

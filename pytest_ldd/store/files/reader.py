@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final, final
 
 from pytest_ldd.errors import LddWarning, StoreCorruptError
-from pytest_ldd.model.records import RawPair, check_pair_line
+from pytest_ldd.model.records import check_pair_line, pair_error
 from pytest_ldd.store.document import reject_constant
 from pytest_ldd.store.files.disk import os_error, regular
 from pytest_ldd.store.protocol import PairRead, StalePosition
@@ -83,6 +83,7 @@ def iter_jsonl(
     start: LogCursor | int = 0,
     required: tuple[str, ...] = (),
     validate: Callable[[dict[str, Any]], None] | None = None,
+    complete_tail: bool = False,
 ) -> Iterator[tuple[dict[str, Any] | None, LogCursor]]:
     """Stream the complete lines of ``path`` from ``start`` (the torn-line rule above).
 
@@ -91,6 +92,10 @@ def iter_jsonl(
     torn by a crash).  A record must hold the ``required`` keys; ``validate`` may
     raise ``ValueError`` / ``TypeError`` / ``LddError`` for one.  A missing file
     yields nothing.
+
+    ``complete_tail``: a last line without its newline is read too when it holds a
+    complete record (a file no writer is appending to: a complete record is a
+    record); one that is not complete is skipped as torn, with the warning.
     """
     target = Path(path)
     cursor = start if isinstance(start, LogCursor) else LogCursor(start, 0)
@@ -121,7 +126,11 @@ def iter_jsonl(
                 offset += len(raw) + 1
                 record = _parse_line(raw, target, line_no, required, validate)
                 yield record, LogCursor(offset, line_no)
-        if pending.strip():
+        if pending.strip() and complete_tail:
+            record = _parse_line(pending, target, line_no + 1, required, validate)
+            if record is not None:
+                yield record, LogCursor(offset + len(pending), line_no + 1)
+        elif pending.strip():
             # No newline yet: a crash tore it, or a writer is still at work.
             # Either way it is not consumed, so a later read sees it whole.
             msg = (
@@ -161,12 +170,7 @@ def read_pairs(path: Path, begin: LogCursor, required: tuple[str, ...]) -> Itera
             yield begin, (), end
             begin = end
             continue
-        predicted, observed = record["predicted"], record["observed"]
-        if 0.0 <= predicted <= 1.0 and 0.0 <= observed <= 1.0:
-            error: float | RawPair = abs(predicted - observed)
-        else:
-            error = RawPair(predicted, observed, f"{path}:{end.line}")
-        yield begin, ((record["metric_name"], record["metric_version"], error),), end
+        yield begin, (pair_error(record, f"{path}:{end.line}"),), end
         begin = end
 
 
