@@ -5,7 +5,8 @@ typed by hand. A page marks what is generated:
 
 - a block, between ``<!-- benchmarks: NAME -->`` and ``<!-- /benchmarks -->`` on lines of
   their own, where NAME is one of :data:`BLOCKS` (``tables``: the machine line, the
-  targets and every arm's medians);
+  targets and every arm's medians; ``real_suites``: the real suites' verdict times,
+  twins per test and the probes' cost per comparison);
 - a single figure inline, ``<!-- figure NAME -->1.13x<!-- /figure -->``, where NAME is
   a target of ``results.json`` (``overhead.vs_record_property``, shown as the targets
   table shows it) or one of :data:`FIGURES` (figures derived from the medians).
@@ -109,6 +110,7 @@ def render(doc: dict[str, Any]) -> str:
 _OWN_RUNS = (
     ("isolation", "sandbox.process_isolation_*"),
     ("confinement", "sandbox.confinement_*"),
+    ("real_suites", "sandbox.real_suite_ratio_*"),
 )
 
 
@@ -181,6 +183,34 @@ def _confinement(doc: dict[str, Any]) -> str:
     )
 
 
+def _real_suites(doc: dict[str, Any]) -> str:
+    """Per real suite: plain pytest, the hardened verdict, their ratio, twins per test."""
+    real = doc["benchmarks"].get("sandbox", {}).get("real_suites")
+    if not real:
+        return "Not measured yet: `python benchmarks/bench_sandbox.py --real-suites --merge`."
+    lines = [
+        "| suite | tests | plain pytest | hardened verdict | ratio | twins per test |",
+        "|---|---|---|---|---|---|",
+    ]
+    for name, suite in real["suites"].items():
+        lines.append(
+            f"| {name} | {suite['tests']} | {suite['plain_median_s']:.2f} s | "
+            f"{suite['verdict_median_s']:.2f} s | {suite['ratio']:.2f}x | "
+            f"{suite['twins_per_test']:.2f} ({suite['tests_with_a_twin']} tests with a twin) |"
+        )
+    probes = real["probes"]
+    lines += [
+        "",
+        f"A comparison of the hidden tests through the probes ({probes['calls']:,} calls "
+        f"each, one process): two ints {probes['ints']['compare_us']:.2f} µs (a bare `==` "
+        f"{probes['ints']['bare_us']:.2f} µs); two lists of nine ints, searched for "
+        f"workspace values {probes['lists']['compare_us']:.1f} µs; a workspace value "
+        f"against an int, probed {probes['workspace_value']['compare_us']:.1f} µs (a bare "
+        f"`==` {probes['workspace_value']['bare_us']:.2f} µs).",
+    ]
+    return "\n".join(lines)
+
+
 #: Figures derived from ``results.json`` that pages quote inline, by name.
 FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
     "overhead.ldd_spends_ms": lambda d: (
@@ -210,7 +240,10 @@ FIGURES: dict[str, Callable[[dict[str, Any]], str]] = {
 }
 
 #: Generated blocks, by name.
-BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {"tables": render}
+BLOCKS: dict[str, Callable[[dict[str, Any]], str]] = {
+    "tables": render,
+    "real_suites": _real_suites,
+}
 
 
 class FigureError(ValueError):

@@ -17,8 +17,10 @@ round, and each arm is summarized by its median.  Target: ``sandbox / plain <= 1
 ``run(quick)`` returns the figures (the benchmark suite's ``run.py`` imports it);
 ``python benchmarks/bench_sandbox.py [--quick]`` prints them as JSON.  ``--isolation``
 and ``--confinement`` print the figures of :func:`run_isolation` and
-:func:`run_confinement` instead; ``--confinement --merge`` also writes them into
-``results.json`` as a run of their own.
+:func:`run_confinement` instead, ``--real-suites [--suite=NAME ...]`` those of
+:func:`run_real_suites` (the shipped real libraries graded by their own suites, the
+probes' cost per comparison, twins per test); ``--merge`` also writes the last two
+into ``results.json`` as a run of their own.
 """
 
 from __future__ import annotations
@@ -407,6 +409,159 @@ def run_confinement(quick: bool) -> dict[str, Any]:
     }
 
 
+# ------------------------------------------------- real suites, probes, twins per test
+
+REAL_SUITE_TARGET_RATIO = 1.25
+REAL_SUITE_FLOOR_RATIO = 1.5
+_SUITES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "suites"
+REAL_SUITES = ("iniconfig", "pluggy", "boltons", "attrs", "more_itertools")
+PROBE_CALLS = 20_000
+
+
+def _stage_real_suite(name: str, root: Path) -> tuple[Path, Path]:
+    import shutil
+
+    ignore = shutil.ignore_patterns("__pycache__", ".pytest_cache", ".hypothesis")
+    workspace, hidden = root / name / "workspace", root / name / "hidden"
+    shutil.copytree(_SUITES_DIR / name / "workspace", workspace, ignore=ignore)
+    shutil.copytree(_SUITES_DIR / name / "hidden", hidden, ignore=ignore)
+    return workspace, hidden
+
+
+def _twins_per_test(hidden: Path, workspace: Path, root: Path) -> dict[str, Any]:
+    """How many twins the staging plants for a suite, per hidden test (one draw)."""
+    import random
+
+    from pytest_ldd._sandbox.staging import stage_hidden, workspace_modules
+
+    modules = workspace_modules(workspace)
+    suite = stage_hidden(hidden, root / "staged", random.Random(0), workspace_modules=modules)
+    return {
+        "tests": len(suite.expected),
+        "twins": len(suite.twins),
+        "tests_with_a_twin": len(set(suite.twins.values())),
+        "twins_per_test": len(suite.twins) / len(suite.expected) if suite.expected else 0.0,
+    }
+
+
+def run_real_suites(quick: bool, names: tuple[str, ...] = REAL_SUITES) -> dict[str, Any]:
+    """Each shipped real suite graded by the hardened verdict against plain pytest.
+
+    Per suite, interleaved: ``verdict`` is ``run_hidden_tests(library, its suite)`` in
+    the default isolation (``inprocess``, confined where the kernel has Landlock),
+    from the call to the verdict; ``plain`` is ``python -m pytest`` on the same files
+    as the library's authors run it (the library on ``PYTHONPATH``, installed plugins
+    autoloaded, ``-p no:ldd``), spawn to exit.  Target: ``verdict / plain <= 1.25``
+    per suite (floor 1.5).  The verdict's outcomes must match plain pytest's exit code
+    (a verdict that is tampered or inconclusive on an honest suite stops the run).
+    """
+    repetitions = 2 if quick else 3
+    figures: dict[str, Any] = {}
+    targets = []
+    with tempfile.TemporaryDirectory(prefix="bench-real-suites-") as tmp:
+        root = Path(tmp)
+        for name in names:
+            workspace, hidden = _stage_real_suite(name, root)
+            tests = sorted(p.name for p in hidden.iterdir())
+            plain_command = pytest_command("-q", "-p", "no:ldd", "--rootdir", str(hidden), *tests)
+            env = child_env({"PYTHONPATH": str(workspace), "PYTHONDONTWRITEBYTECODE": "1"})
+
+            def verdict_arm(workspace: Path = workspace, hidden: Path = hidden) -> float:
+                start = time.perf_counter()
+                verdict = run_hidden_tests(workspace, hidden, timeout=900)
+                elapsed = time.perf_counter() - start
+                if verdict.tampered or verdict.inconclusive:
+                    msg = f"an honest real suite must get a plain verdict: {verdict.reason}"
+                    raise RuntimeError(msg)
+                return elapsed
+
+            def plain_arm(hidden: Path = hidden, command: list[str] = plain_command,
+                          env: dict[str, str] = env) -> float:  # fmt: skip
+                return run_child(command, cwd=hidden, env=env, timeout=900).check(0, 1).wall_s
+
+            comparison = interleave(
+                [Arm("verdict", verdict_arm), Arm("plain", plain_arm)], repetitions, warmup=0
+            )
+            ratio = comparison.ratio("verdict", "plain")
+            figures[name] = {
+                "verdict_median_s": comparison.median("verdict"),
+                "plain_median_s": comparison.median("plain"),
+                "ratio": ratio,
+                **_twins_per_test(hidden, workspace, root / name),
+                "arms": comparison.to_json("s"),
+            }
+            targets.append(
+                {
+                    "name": f"real_suite_ratio_{name}",
+                    "value": ratio,
+                    "limit": REAL_SUITE_TARGET_RATIO,
+                    "unit": "x",
+                    "what": (
+                        f"median hardened verdict / median plain pytest, {name}'s own suite"
+                        f" graded against {name} (floor {REAL_SUITE_FLOOR_RATIO}x)"
+                    ),
+                }
+            )
+    return {
+        "what": "real libraries graded by their own suites: hardened verdict vs plain pytest",
+        "repetitions": repetitions,
+        "suites": figures,
+        "probes": probe_cost(),
+        "targets": targets,
+    }
+
+
+def probe_cost(calls: int = PROBE_CALLS) -> dict[str, Any]:
+    """What the hidden tests' comparisons cost through the probes, per comparison.
+
+    ``Comparisons.compare("==", ...)`` (what a rewritten ``assert a == b`` calls)
+    against the bare ``==``, for two plain ints (the fast path), two lists of ints
+    (searched for workspace values, none found) and a workspace value against an int
+    (probed: a fresh opaque object and a look-alike of the int).
+    """
+    import random
+
+    from pytest_ldd._sandbox.probes import Comparisons, opaque_probe
+
+    class Workspace:
+        """A workspace value with an honest equality."""
+
+        def __init__(self, value: int) -> None:
+            self.value = value
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, int) and other == self.value
+
+        __hash__ = None  # type: ignore[assignment]
+
+    def never(detail: str) -> None:
+        raise AssertionError(detail)
+
+    comparisons = Comparisons(
+        never,
+        workspace_like=lambda value: isinstance(value, Workspace),
+        opaque=opaque_probe(),
+        rng=random.Random(0),
+    )
+    cases = {
+        "ints": (41, 41),
+        "lists": ([1, 2, 3] * 3, [1, 2, 3] * 3),
+        "workspace_value": (Workspace(41), 41),
+    }
+    out: dict[str, Any] = {"calls": calls}
+    for case, (left, right) in cases.items():
+        start = time.perf_counter()
+        for _ in range(calls):
+            left == right  # noqa: B015
+        bare = (time.perf_counter() - start) / calls
+        start = time.perf_counter()
+        for _ in range(calls):
+            comparisons.compare("==", left, right)
+        probed = (time.perf_counter() - start) / calls
+        out[case] = {"bare_us": bare * 1e6, "compare_us": probed * 1e6}
+    return out
+
+
 def merge_into_results(key: str, figures: dict[str, Any], command: str) -> None:
     """Put ``figures`` under ``benchmarks.sandbox.<key>`` of results.json, as a run of its own.
 
@@ -448,6 +603,18 @@ if __name__ == "__main__":
     quick = "--quick" in sys.argv[1:]
     if "--isolation" in sys.argv[1:]:
         print(json.dumps(run_isolation(quick), indent=2))
+    elif "--real-suites" in sys.argv[1:]:
+        import os
+
+        load = [round(x, 2) for x in os.getloadavg()]
+        chosen = tuple(a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--suite="))
+        suite_figures = run_real_suites(quick, chosen or REAL_SUITES)
+        print(json.dumps({k: v for k, v in suite_figures.items() if k != "arms"}, indent=2))
+        if "--merge" in sys.argv[1:]:
+            suite_figures["load_average_before"] = load
+            merge_into_results(
+                "real_suites", suite_figures, " ".join(["python", *sys.argv])
+            )
     elif "--confinement" in sys.argv[1:]:
         import os
 

@@ -365,3 +365,40 @@ def test_hidden_tests_name_runs_the_real_sandbox(tmp_path: Path) -> None:
     failed = metric(Episode("add", workspace=bad), None)
     assert failed.value == 0.0
     assert failed.detail
+
+
+def test_an_inconclusive_verdict_is_an_inconclusive_result(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    doubt = SimpleNamespace(
+        passed=False,
+        tampered=False,
+        inconclusive=True,
+        confinement="none",
+        reason="the judge process died (signal SIGKILL)",
+    )
+    _fake_sandbox(monkeypatch, doubt)
+    checker = resolve_checker("hidden_tests:tests/hidden")
+    result = run_check(checker, Episode("t"), None)
+    assert result == CheckResult(
+        False,
+        "inconclusive: the judge process died (signal SIGKILL)",
+        inconclusive=True,
+        confinement="none",
+    )
+    assert not result
+    score = TaskSuccessMetric(check=checker)(Episode("t"), None)
+    assert (score.value, score.success, score.inconclusive) == (0.0, None, True)
+
+
+def test_a_check_result_cannot_be_both_passed_and_inconclusive() -> None:
+    with pytest.raises(InvalidObservationError, match="'passed' must be False"):
+        CheckResult(True, "x", inconclusive=True)
+    with pytest.raises(InvalidObservationError, match="'inconclusive' must be a bool"):
+        CheckResult(False, "x", inconclusive=None)  # type: ignore[arg-type]
+    with pytest.raises(InvalidObservationError, match="'confinement'"):
+        CheckResult(False, "x", confinement="")
+    # A checker's own inconclusive result without a detail is named as such.
+    assert run_check(lambda e, g: CheckResult(False, inconclusive=True), Episode("t"), None) == (
+        CheckResult(False, "inconclusive", inconclusive=True)
+    )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -205,6 +206,18 @@ def test_pass_k_needs_a_repeated_task_and_stops_at_the_fewest_trials() -> None:
         ({"task_id": "t", "success": True, "dollars": math.inf, "group": "g"}, "dollars"),
         ({"task_id": "t", "success": True, "dollars": True, "group": "g"}, "dollars"),
         ({"task_id": "t", "success": True, "dollars": 1.0, "group": ""}, "group"),
+        (
+            {"task_id": "t", "success": True, "dollars": 1.0, "group": "g", "inconclusive": True},
+            "'inconclusive'",
+        ),
+        (
+            {"task_id": "t", "success": False, "dollars": 1.0, "group": "g", "inconclusive": 1},
+            "'inconclusive'",
+        ),
+        (
+            {"task_id": "t", "success": False, "dollars": 1.0, "group": "g", "confinement": ""},
+            "'confinement'",
+        ),
     ],
 )
 def test_add_validates(kwargs: dict[str, Any], match: str) -> None:
@@ -223,6 +236,68 @@ def test_add_graded_and_merge_errors() -> None:
     assert tally.n == 2
 
 
+class _Verdicts:
+    """Hands out verdicts of the sandbox's shape, one per episode, in order."""
+
+    def __init__(self, *verdicts: SimpleNamespace) -> None:
+        self.verdicts = list(verdicts)
+
+    def verdict_for(self, episode: Episode) -> SimpleNamespace:
+        return self.verdicts.pop(0)
+
+
+def _verdict(*, passed: bool, inconclusive: bool = False, confinement: str = "landlock") -> Any:
+    reason = "the judge crashed" if inconclusive else "all passed" if passed else "1 failed"
+    return SimpleNamespace(
+        passed=passed,
+        tampered=False,
+        inconclusive=inconclusive,
+        confinement=confinement,
+        reason=reason,
+    )
+
+
+def test_an_inconclusive_episode_counts_in_no_rate_and_no_cost() -> None:
+    verdicts = _Verdicts(
+        _verdict(passed=True),
+        _verdict(passed=False, inconclusive=True, confinement="none"),
+        _verdict(passed=False, confinement="none"),
+        _verdict(passed=False, inconclusive=True),
+    )
+    tally = CorpusTally()
+    tasks = ("t1", "t1", "t2", "t3")
+    episodes = [Episode(task, cost=Cost(input_tokens=1_000_000)) for task in tasks]
+    graded = [grade(ep, None, check=verdicts, price=DOLLAR) for ep in episodes]
+    assert [g.inconclusive for g in graded] == [False, True, False, True]
+    assert [g.confinement for g in graded] == ["landlock", "none", "none", "landlock"]
+    assert graded[1].detail == "inconclusive: the judge crashed"
+    assert graded[1].success is False
+    for one in graded:
+        tally.add_graded(one, group="test_a")
+    summary = tally.summary()
+    # Two graded episodes (t1's first, t2), one success, their two dollars; t3 was never
+    # graded, so it is no task of the rate or of the cost per task.
+    assert (summary["n"], summary["successes"], summary["tasks"]) == (2, 1, 2)
+    assert summary["success_rate"] == 0.5
+    assert summary["total_dollars"] == pytest.approx(2.0)
+    assert summary["cost_per_success"] == pytest.approx(2.0)
+    assert summary["cost_per_success_per_task"] == "inf"
+    assert (summary["inconclusive"], summary["verdicts"], summary["unconfined"]) == (2, 4, 2)
+    assert summary["groups"]["test_a"]["inconclusive"] == 2
+    assert tally.n == 2
+    assert CorpusTally.from_json(tally.to_json()) == tally
+
+
+def test_a_tally_of_inconclusive_episodes_only_has_no_rate() -> None:
+    tally = CorpusTally()
+    tally.add(task_id="t", success=False, dollars=1.0, group="g", inconclusive=True)
+    summary = tally.summary()
+    assert (summary["n"], summary["inconclusive"], summary["success_rate"]) == (0, 1, None)
+    assert summary["total_dollars"] is None
+    assert tally.aggregates() == {}
+    assert CorpusTally.from_dict(tally.to_dict()).summary() == summary
+
+
 # -- serialization -------------------------------------------------------------------------
 
 
@@ -232,7 +307,20 @@ def test_json_round_trip() -> None:
     assert CorpusTally.from_json(text) == tally
     assert CorpusTally.from_json(text).summary() == tally.summary()
     assert CorpusTally.from_dict(json.loads(text)).to_dict() == tally.to_dict()
-    assert tally.to_dict()["schema_version"] == 1
+    assert tally.to_dict()["schema_version"] == 2
+
+
+def test_a_version_1_document_is_read_with_no_inconclusive_and_no_verdicts() -> None:
+    old = {"schema_version": 1, "cells": [_cell()]}
+    tally = CorpusTally.from_dict(old)
+    summary = tally.summary()
+    assert (summary["n"], summary["successes"], summary["total_dollars"]) == (2, 1, 1e-11)
+    assert (summary["inconclusive"], summary["verdicts"], summary["unconfined"]) == (0, 0, 0)
+    assert tally.to_dict()["cells"] == [_cell(inconclusive=0, verdicts=0, unconfined=0)]
+
+
+def _cell2(**changes: Any) -> dict[str, Any]:
+    return _cell(**{"inconclusive": 1, "verdicts": 3, "unconfined": 1, **changes})
 
 
 def _cell(**changes: Any) -> dict[str, Any]:
@@ -251,7 +339,20 @@ def _cell(**changes: Any) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        ({"schema_version": 2, "cells": []}, "schema_version"),
+        ({"schema_version": 3, "cells": []}, "schema_version"),
+        ({"schema_version": True, "cells": []}, "schema_version"),
+        ({"schema_version": 2, "cells": [_cell()]}, "exactly the keys"),
+        ({"schema_version": 1, "cells": [_cell2()]}, "exactly the keys"),
+        ({"schema_version": 2, "cells": [_cell2(inconclusive=-1)]}, "'inconclusive'"),
+        ({"schema_version": 2, "cells": [_cell2(unconfined=4)]}, "unconfined <= verdicts"),
+        ({"schema_version": 2, "cells": [_cell2(verdicts=4)]}, "verdicts <= n"),
+        (
+            {
+                "schema_version": 2,
+                "cells": [_cell2(n=0, successes=0, priced=0, picodollars=0, inconclusive=0)],
+            },
+            "'n' must be >= 1 unless 'inconclusive'",
+        ),
         ([], "schema_version"),
         ({"schema_version": 1, "cells": {}}, "'cells'"),
         ({"schema_version": 1, "cells": [{"group": "g"}]}, "exactly the keys"),

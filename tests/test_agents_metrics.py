@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pytest_ldd.agents import (
+    CheckResult,
     Cost,
     CostPerSuccessMetric,
     Episode,
@@ -373,3 +374,57 @@ def test_cost_per_success_prices_are_keyword_only() -> None:
         CostPerSuccessMetric("output", DOLLAR)  # type: ignore[misc]
     metric = CostPerSuccessMetric(None, price=DOLLAR)
     assert metric(_episode("a", "ok", 2.0), "ok").value == pytest.approx(2.0)
+
+
+# -- inconclusive episodes -----------------------------------------------------------------
+
+
+def _by_output(episode: Episode, gold: Any) -> CheckResult:
+    """Passes "ok", fails "bad", cannot grade anything else."""
+    if episode.output in ("ok", "bad"):
+        return CheckResult(episode.output == "ok", episode.output)
+    return CheckResult(False, "grader crashed", inconclusive=True)
+
+
+def test_success_rate_and_cost_of_pass_leave_inconclusive_episodes_out() -> None:
+    episodes = [
+        _episode("t1", "ok", 1.0),
+        _episode("t2", "bad", 2.0),
+        _episode("t3", "??", 40.0),
+        _episode("t3", "??", 50.0),
+    ]
+    success = TaskSuccessMetric(check=_by_output)
+    cost = CostPerSuccessMetric(check=_by_output, price=DOLLAR)
+    report = evaluate([success, cost], episodes, [None] * 4)
+    scores = report.scores["task_success"]
+    assert [s.inconclusive for s in scores] == [False, False, True, True]
+    assert [s.success for s in scores] == [True, False, None, None]
+    # 1 success of 2 graded episodes, not of 4; $3 over 1 success, not $93.
+    assert report.aggregates["task_success"] == 0.5
+    assert success.interval(scores) == wilson_interval(1, 2)
+    assert report.aggregates["cost_per_success"] == pytest.approx(3.0)
+    assert cost.aggregate(report.scores["cost_per_success"], estimator="per_task") == (
+        pytest.approx((1.0 + math.inf) / 2)
+    )
+    assert report.inconclusive == {"task_success": 2, "cost_per_success": 2}
+    assert report.scores["cost_per_success"][2].detail == "$40.000000, grader crashed"
+
+
+def test_a_corpus_graded_by_nobody_has_no_rate() -> None:
+    episodes = [_episode("t1", "??", 1.0)]
+    metrics = [
+        TaskSuccessMetric(check=_by_output),
+        CostPerSuccessMetric(check=_by_output, price=DOLLAR),
+    ]
+    report = evaluate(metrics, episodes, [None])
+    assert math.isnan(report.aggregates["task_success"])
+    assert math.isnan(report.aggregates["cost_per_success"])
+    assert all(math.isnan(x) for x in TaskSuccessMetric().interval(report.scores["task_success"]))
+    assert report.inconclusive == {"task_success": 1, "cost_per_success": 1}
+
+
+def test_an_inconclusive_score_has_no_success() -> None:
+    with pytest.raises(InvalidObservationError, match="'success' must be None"):
+        Score(0.0, "x", True, success=False, inconclusive=True)
+    with pytest.raises(InvalidObservationError, match="'inconclusive' must be a bool"):
+        Score(0.0, "x", True, inconclusive=1)  # type: ignore[arg-type]

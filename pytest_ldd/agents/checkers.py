@@ -16,7 +16,7 @@ import reprlib
 import string
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, cast, final
 
@@ -47,19 +47,42 @@ _HIDDEN_TESTS_OPTIONS = re.compile(r"hidden_tests\[isolation=(?P<isolation>[a-z]
 @final
 @dataclass(frozen=True, slots=True)
 class CheckResult:
-    """A checker's verdict with its explanation; truthy exactly when ``passed``."""
+    """A checker's verdict with its explanation; truthy exactly when ``passed``.
+
+    ``inconclusive`` says the checker could not grade the episode (the hidden-test
+    sandbox's grader failed, or hit a limit of its isolation): neither a success nor a
+    failure of the agent, so it never has ``passed``.  ``confinement`` is how the
+    kernel confined the agent's code while it was graded (``"landlock"`` or
+    ``"none"``), for checkers that ran it; None for every other checker.
+    """
 
     passed: bool
     detail: str = ""
+    inconclusive: bool = field(default=False, kw_only=True)
+    confinement: str | None = field(default=None, kw_only=True)
 
     def __post_init__(self) -> None:
         passed: object = self.passed
         detail: object = self.detail
+        inconclusive: object = self.inconclusive
+        confinement: object = self.confinement
         if not isinstance(passed, bool):
             msg = f"CheckResult 'passed' must be a bool (got {passed!r})"
             raise InvalidObservationError(msg)
         if not isinstance(detail, str):
             msg = f"CheckResult 'detail' must be a str (got {detail!r})"
+            raise InvalidObservationError(msg)
+        if not isinstance(inconclusive, bool):
+            msg = f"CheckResult 'inconclusive' must be a bool (got {inconclusive!r})"
+            raise InvalidObservationError(msg)
+        if inconclusive and passed:
+            msg = "CheckResult 'passed' must be False when 'inconclusive' is True (got both True)"
+            raise InvalidObservationError(msg)
+        if confinement is not None and not (isinstance(confinement, str) and confinement):
+            msg = (
+                "CheckResult 'confinement' must be a non-empty str or None"
+                f" (got {confinement!r})"
+            )
             raise InvalidObservationError(msg)
 
     def __bool__(self) -> bool:
@@ -78,17 +101,20 @@ class Checker(Protocol):
 def run_check(checker: Checker, episode: Episode, gold: Any) -> CheckResult:
     """Call *checker* and return its verdict as a :class:`CheckResult`.
 
-    A bare bool, or a result without a detail, gets the detail ``"passed"`` or
-    ``"failed"``.  A checker that raises is not caught: its error is the error of the
-    test that graded the episode.  A checker that returns anything but a bool or a
-    :class:`CheckResult` (say ``None`` from a missing ``return``) is an error too.
+    A bare bool, or a result without a detail, gets the detail ``"passed"``,
+    ``"failed"`` or ``"inconclusive"``.  A checker that raises is not caught: its
+    error is the error of the test that graded the episode.  A checker that returns
+    anything but a bool or a :class:`CheckResult` (say ``None`` from a missing
+    ``return``) is an error too.
     """
     result: object = checker(episode, gold)
     if isinstance(result, CheckResult) and result.detail:
         return result
-    if isinstance(result, (bool, CheckResult)):
-        passed = bool(result)
-        return CheckResult(passed, "passed" if passed else "failed")
+    if isinstance(result, CheckResult):
+        word = "inconclusive" if result.inconclusive else "passed" if result.passed else "failed"
+        return replace(result, detail=word)
+    if isinstance(result, bool):
+        return CheckResult(result, "passed" if result else "failed")
     msg = (
         f"checker {_name_of(checker)} must return a bool or a CheckResult"
         f" (got {type(result).__name__} {result!r}) for task {episode.task_id!r}"
@@ -356,11 +382,20 @@ class _HiddenTestsCheck:
     def __call__(self, episode: Episode, gold: Any, /) -> CheckResult:
         verdict = self.inner.verdict_for(episode)
         passed = bool(verdict.passed)
+        inconclusive = bool(getattr(verdict, "inconclusive", False)) and not passed
         reason = str(getattr(verdict, "reason", "") or "")
         detail = reason or ("hidden tests passed" if passed else "hidden tests failed")
         if getattr(verdict, "tampered", False):
             detail = f"tampered: {detail}"
-        return CheckResult(passed, detail)
+        elif inconclusive:
+            detail = f"inconclusive: {reason or 'the hidden tests could not be judged'}"
+        confinement = getattr(verdict, "confinement", None)
+        return CheckResult(
+            passed,
+            detail,
+            inconclusive=inconclusive,
+            confinement=confinement if isinstance(confinement, str) and confinement else None,
+        )
 
 
 def _named_checkers() -> dict[str, Checker]:

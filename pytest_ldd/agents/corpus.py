@@ -24,12 +24,15 @@ from pytest_ldd.errors import InvalidObservationError
 
 __all__ = ["SCHEMA_VERSION", "CorpusTally", "GradedEpisode", "grade"]
 
-#: Version of the :meth:`CorpusTally.to_dict` document.
-SCHEMA_VERSION = 1
+#: Version of the :meth:`CorpusTally.to_dict` document.  Version 1 (without the
+#: inconclusive and confinement counts) is still read: its counts are zero.
+SCHEMA_VERSION = 2
 
 _PICO = 10**12
 
-_CELL_KEYS = ("group", "task_id", "n", "successes", "priced", "picodollars")
+_COUNTS_V1 = ("n", "successes", "priced", "picodollars")
+_COUNTS = (*_COUNTS_V1, "inconclusive", "verdicts", "unconfined")
+_CELL_KEYS = {1: ("group", "task_id", *_COUNTS_V1), 2: ("group", "task_id", *_COUNTS)}
 
 
 @final
@@ -37,13 +40,18 @@ _CELL_KEYS = ("group", "task_id", "n", "successes", "priced", "picodollars")
 class GradedEpisode:
     """One episode after grading: did it succeed, what did it cost, and why.
 
-    ``dollars`` is None when no price information was given.
+    ``dollars`` is None when no price information was given.  ``inconclusive`` says
+    the checker could not grade it (then ``success`` is False and means nothing);
+    ``confinement`` is how the agent's code was confined while graded by hidden tests
+    (``"landlock"`` or ``"none"``), None for checkers that ran none of it.
     """
 
     task_id: str
     success: bool
     dollars: float | None
     detail: str
+    inconclusive: bool = False
+    confinement: str | None = None
 
 
 def grade(
@@ -73,23 +81,37 @@ def grade(
     dollars = episode_dollars(episode, price=price, prices=prices, model=model)
     checker = resolve_checker(check, base_dir=base_dir, isolation=isolation)
     result = run_check(checker, episode, gold)
-    return GradedEpisode(episode.task_id, result.passed, dollars, result.detail)
+    return GradedEpisode(
+        episode.task_id,
+        result.passed,
+        dollars,
+        result.detail,
+        inconclusive=result.inconclusive,
+        confinement=result.confinement,
+    )
 
 
 @dataclass(slots=True)
 class _Cell:
-    """Counts of one task within one group."""
+    """Counts of one task within one group.
+
+    ``n`` counts the graded episodes (successes, priced and dollars are among them);
+    ``inconclusive`` the episodes the checker could not grade, apart from ``n``;
+    ``verdicts`` the hidden-test verdicts among all of them and ``unconfined`` those
+    whose agent code ran without kernel confinement.
+    """
 
     n: int = 0
     successes: int = 0
     priced: int = 0
     picodollars: int = 0
+    inconclusive: int = 0
+    verdicts: int = 0
+    unconfined: int = 0
 
     def absorb(self, other: _Cell) -> None:
-        self.n += other.n
-        self.successes += other.successes
-        self.priced += other.priced
-        self.picodollars += other.picodollars
+        for name in _COUNTS:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
 
 
 def _json_float(value: float) -> float | str:
@@ -109,6 +131,8 @@ def _summarize(cells: Iterable[tuple[str, _Cell]]) -> dict[str, Any]:
     total = _Cell()
     for cell in tasks.values():
         total.absorb(cell)
+    # A task none of whose episodes could be graded has no rate and no cost of its own.
+    tasks = {task_id: cell for task_id, cell in tasks.items() if cell.n}
     n, successes = total.n, total.successes
     all_priced = n > 0 and total.priced == n
     dollars = total.picodollars / _PICO
@@ -124,6 +148,9 @@ def _summarize(cells: Iterable[tuple[str, _Cell]]) -> dict[str, Any]:
         "cost_per_success_per_task": None,
         "pass_at_k": {},
         "pass_hat_k": {},
+        "inconclusive": total.inconclusive,
+        "verdicts": total.verdicts,
+        "unconfined": total.unconfined,
     }
     if all_priced:
         summary["cost_per_success"] = _json_float(dollars / successes if successes else math.inf)
@@ -170,13 +197,25 @@ class CorpusTally:
 
     @property
     def n(self) -> int:
-        """How many episodes were added."""
+        """How many graded episodes were added (inconclusive ones are not among them)."""
         return sum(cell.n for cell in self._cells.values())
 
-    def add(self, *, task_id: str, success: bool, dollars: float | None, group: str) -> None:
+    def add(
+        self,
+        *,
+        task_id: str,
+        success: bool,
+        dollars: float | None,
+        group: str,
+        inconclusive: bool = False,
+        confinement: str | None = None,
+    ) -> None:
         """Count one graded episode of *task_id* under *group* (the test's name).
 
-        *dollars* is None for an episode that could not be priced.
+        *dollars* is None for an episode that could not be priced.  An *inconclusive*
+        episode (the checker could not grade it; *success* must be False) is counted
+        apart: neither its success nor its dollars enter any figure.  *confinement*
+        (``"landlock"``, ``"none"``) is given for episodes graded by hidden tests.
         """
         for name, value in (("task_id", task_id), ("group", group)):
             if not isinstance(value, str) or not value:
@@ -195,7 +234,24 @@ class CorpusTally:
         ):
             msg = f"CorpusTally.add 'dollars' must be None or finite and >= 0 (got {amount!r})"
             raise InvalidObservationError(msg)
+        doubt: object = inconclusive
+        if not isinstance(doubt, bool) or (doubt and success):
+            msg = (
+                "CorpusTally.add 'inconclusive' must be a bool, False when 'success' is True"
+                f" (got {doubt!r} with success={success!r})"
+            )
+            raise InvalidObservationError(msg)
+        how: object = confinement
+        if how is not None and not (isinstance(how, str) and how):
+            msg = f"CorpusTally.add 'confinement' must be a non-empty str or None (got {how!r})"
+            raise InvalidObservationError(msg)
         cell = self._cells.setdefault((group, task_id), _Cell())
+        if confinement is not None:
+            cell.verdicts += 1
+            cell.unconfined += confinement == "none"
+        if inconclusive:
+            cell.inconclusive += 1
+            return
         cell.n += 1
         cell.successes += success
         if dollars is not None:
@@ -205,7 +261,12 @@ class CorpusTally:
     def add_graded(self, graded: GradedEpisode, *, group: str) -> None:
         """Count a :class:`GradedEpisode` under *group*."""
         self.add(
-            task_id=graded.task_id, success=graded.success, dollars=graded.dollars, group=group
+            task_id=graded.task_id,
+            success=graded.success,
+            dollars=graded.dollars,
+            group=group,
+            inconclusive=graded.inconclusive,
+            confinement=graded.confinement,
         )
 
     def merge(self, other: CorpusTally) -> None:
@@ -228,10 +289,14 @@ class CorpusTally:
         sum(successes)``), ``cost_per_success_per_task`` (mean over tasks of each
         task's cost per success), ``pass_at_k`` and ``pass_hat_k`` (``{"1": ..,
         "2": ..}`` for k up to the fewest trials of any task, empty unless some task
-        was tried more than once) and ``groups`` (the same figures per group, without
-        ``groups``).  Rates are None for an empty tally; dollar figures are None unless
-        every episode was priced; an infinite cost (nothing succeeded) is the string
-        ``"inf"``, which ``float()`` reads back.
+        was tried more than once), ``inconclusive`` (episodes the checker could not
+        grade: in none of the figures above, not even ``n``), ``verdicts`` (episodes
+        graded by hidden tests, inconclusive ones included), ``unconfined`` (those of
+        them whose agent code ran without kernel confinement) and ``groups`` (the same
+        figures per group, without ``groups``).  Rates are None when nothing was
+        graded; dollar figures are None unless every graded episode was priced; an
+        infinite cost (nothing succeeded) is the string ``"inf"``, which ``float()``
+        reads back.
         """
         summary = _summarize((task_id, cell) for (_, task_id), cell in self._cells.items())
         groups: dict[str, list[tuple[str, _Cell]]] = {}
@@ -264,10 +329,7 @@ class CorpusTally:
                 {
                     "group": group,
                     "task_id": task_id,
-                    "n": cell.n,
-                    "successes": cell.successes,
-                    "priced": cell.priced,
-                    "picodollars": cell.picodollars,
+                    **{name: getattr(cell, name) for name in _COUNTS},
                 }
                 for (group, task_id), cell in sorted(self._cells.items())
             ],
@@ -276,10 +338,13 @@ class CorpusTally:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CorpusTally:
         """Rebuild a tally from :meth:`to_dict`; anything malformed is an error naming it."""
-        if not isinstance(data, Mapping) or data.get("schema_version") != SCHEMA_VERSION:
-            got = data.get("schema_version") if isinstance(data, Mapping) else data
-            msg = f"corpus tally 'schema_version' must be {SCHEMA_VERSION} (got {got!r})"
+        version = data.get("schema_version") if isinstance(data, Mapping) else data
+        if type(version) is not int or version not in _CELL_KEYS:
+            known = " or ".join(map(str, _CELL_KEYS))
+            msg = f"corpus tally 'schema_version' must be {known} (got {version!r})"
             raise InvalidObservationError(msg)
+        keys = _CELL_KEYS[version]
+        counts = keys[2:]
         cells = data.get("cells")
         if not isinstance(cells, list):
             msg = f"corpus tally 'cells' must be a list (got {cells!r})"
@@ -287,25 +352,32 @@ class CorpusTally:
         tally = cls()
         for index, raw in enumerate(cells):
             where = f"corpus tally cell {index}"
-            if not isinstance(raw, Mapping) or sorted(raw) != sorted(_CELL_KEYS):
-                msg = f"{where} must have exactly the keys {', '.join(_CELL_KEYS)} (got {raw!r})"
+            if not isinstance(raw, Mapping) or sorted(raw) != sorted(keys):
+                msg = f"{where} must have exactly the keys {', '.join(keys)} (got {raw!r})"
                 raise InvalidObservationError(msg)
             for name in ("group", "task_id"):
                 if not isinstance(raw[name], str) or not raw[name]:
                     msg = f"{where} {name!r} must be a non-empty str (got {raw[name]!r})"
                     raise InvalidObservationError(msg)
-            for name in ("n", "successes", "priced", "picodollars"):
+            for name in counts:
                 value = raw[name]
                 if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                     msg = f"{where} {name!r} must be an int >= 0 (got {value!r})"
                     raise InvalidObservationError(msg)
-            if raw["n"] == 0:
-                msg = f"{where} 'n' must be >= 1 (got 0)"
+            cell = _Cell(**{name: raw[name] for name in counts})
+            if cell.n + cell.inconclusive == 0:
+                msg = f"{where} 'n' must be >= 1 unless 'inconclusive' is (got 0)"
                 raise InvalidObservationError(msg)
             for name in ("successes", "priced"):
                 if raw[name] > raw["n"]:
                     msg = f"{where} {name!r} must be <= n={raw['n']} (got {raw[name]!r})"
                     raise InvalidObservationError(msg)
+            if cell.unconfined > cell.verdicts or cell.verdicts > cell.n + cell.inconclusive:
+                msg = (
+                    f"{where} must have unconfined <= verdicts <= n + inconclusive"
+                    f" (got {cell.unconfined}, {cell.verdicts}, {cell.n} + {cell.inconclusive})"
+                )
+                raise InvalidObservationError(msg)
             if raw["priced"] == 0 and raw["picodollars"] != 0:
                 got = raw["picodollars"]
                 msg = f"{where} 'picodollars' must be 0 when nothing was priced (got {got!r})"
@@ -314,9 +386,7 @@ class CorpusTally:
             if key in tally._cells:
                 msg = f"{where} repeats group {key[0]!r} task {key[1]!r}"
                 raise InvalidObservationError(msg)
-            tally._cells[key] = _Cell(
-                raw["n"], raw["successes"], raw["priced"], raw["picodollars"]
-            )
+            tally._cells[key] = cell
         return tally
 
     def to_json(self) -> str:

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, final
 
 from pytest_ldd.agents.episode import Episode
-from pytest_ldd.agents.metrics import Score
+from pytest_ldd.agents.metrics import Score, inconclusive_count
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError
 
 __all__ = ["EpisodeMetric", "EvalReport", "evaluate"]
@@ -30,12 +30,15 @@ class EvalReport:
     """Per-episode scores and corpus aggregates, both keyed by metric name.
 
     ``scores[name][i]`` is the score of ``episodes[i]``; ``aggregates[name]`` is the
-    metric's corpus aggregate (a ratio of sums).
+    metric's corpus aggregate (a ratio of sums); ``inconclusive[name]`` counts the
+    episodes that metric's checker could not grade, which its aggregate leaves out
+    (NaN when it could grade none).
     """
 
     episodes: tuple[Episode, ...]
     scores: Mapping[str, tuple[Score, ...]]
     aggregates: Mapping[str, float]
+    inconclusive: Mapping[str, int] = field(default_factory=dict)
 
 
 def _golds_for(episodes: Sequence[Episode], golds: Sequence[Any] | Mapping[str, Any]) -> list[Any]:
@@ -90,4 +93,5 @@ def evaluate(
         episodes=episode_list,
         scores=scores,
         aggregates=aggregates,
+        inconclusive={name: inconclusive_count(found) for name, found in scores.items()},
     )

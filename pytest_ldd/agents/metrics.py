@@ -26,6 +26,7 @@ __all__ = [
     "CostPerSuccessMetric",
     "Score",
     "TaskSuccessMetric",
+    "inconclusive_count",
     "pass_at_k",
     "pass_hat_k",
     "wilson_interval",
@@ -46,7 +47,9 @@ class Score:
     """One episode's value under one metric, with a readable explanation.
 
     ``success`` is the checker's verdict and ``task_id`` the episode's task, kept so
-    that corpus aggregates can be computed from scores alone.
+    that corpus aggregates can be computed from scores alone.  ``inconclusive`` marks
+    an episode the checker could not grade (its ``success`` is None): the corpus
+    aggregates leave it out of numerator and denominator alike and count it apart.
     """
 
     value: float
@@ -54,6 +57,7 @@ class Score:
     higher_is_better: bool
     success: bool | None = field(default=None, kw_only=True)
     task_id: str | None = field(default=None, kw_only=True)
+    inconclusive: bool = field(default=False, kw_only=True)
 
     def __post_init__(self) -> None:
         value = self.value
@@ -76,6 +80,13 @@ class Score:
             raise InvalidObservationError(msg)
         if task_id is not None and (not isinstance(task_id, str) or not task_id):
             msg = f"Score 'task_id' must be a non-empty str or None (got {task_id!r})"
+            raise InvalidObservationError(msg)
+        inconclusive: object = self.inconclusive
+        if not isinstance(inconclusive, bool):
+            msg = f"Score 'inconclusive' must be a bool (got {inconclusive!r})"
+            raise InvalidObservationError(msg)
+        if inconclusive and success is not None:
+            msg = f"Score 'success' must be None when 'inconclusive' is True (got {success!r})"
             raise InvalidObservationError(msg)
 
 
@@ -130,6 +141,16 @@ def _scores(scores: Iterable[Score], metric: str) -> list[Score]:
     return cast("list[Score]", listed)
 
 
+def _graded(scores: list[Score]) -> list[Score]:
+    """The scores of the episodes the checker could grade (inconclusive ones left out)."""
+    return [score for score in scores if not score.inconclusive]
+
+
+def inconclusive_count(scores: Iterable[Score]) -> int:
+    """How many of *scores* are of episodes the checker could not grade."""
+    return sum(1 for score in scores if isinstance(score, Score) and score.inconclusive)
+
+
 def _metric_name(name: str) -> str:
     if not isinstance(name, str) or not name:
         msg = f"metric 'name' must be a non-empty str (got {name!r})"
@@ -143,7 +164,9 @@ class TaskSuccessMetric:
     *check* is a checker name (``"output"``, ``"quasi_exact"``, ``"final_state"``,
     ``"recorded"``, ``"hidden_tests:PATH"``) or any ``(episode, gold) -> bool``
     callable; ``None`` (the default) is :data:`DEFAULT_CHECK`, ``"output"``.  A
-    checker that raises is not caught: the error belongs to the test.
+    checker that raises is not caught: the error belongs to the test.  An episode
+    the checker could not grade (an inconclusive hidden-test verdict) scores 0.0 with
+    ``inconclusive=True`` and ``success=None``; the success rate leaves it out.
     """
 
     __slots__ = ("check", "name")
@@ -164,19 +187,28 @@ class TaskSuccessMetric:
             1.0 if result.passed else 0.0,
             result.detail,
             True,
-            success=result.passed,
+            success=None if result.inconclusive else result.passed,
             task_id=episode.task_id,
+            inconclusive=result.inconclusive,
         )
 
     def aggregate(self, scores: Iterable[Score]) -> float:
-        """The success rate: successes / episodes (no scores: InvalidObservationError)."""
-        listed = _scores(scores, self.name)
-        return sum(map(_success_of, listed)) / len(listed)
+        """The success rate: successes / graded episodes.
+
+        Inconclusive episodes count in neither; NaN when every episode was
+        inconclusive (no scores at all: InvalidObservationError).
+        """
+        graded = _graded(_scores(scores, self.name))
+        if not graded:
+            return math.nan
+        return sum(map(_success_of, graded)) / len(graded)
 
     def interval(self, scores: Iterable[Score], *, z: float = WILSON_Z95) -> tuple[float, float]:
-        """The 95% Wilson interval ``(low, high)`` of the success rate."""
-        listed = _scores(scores, self.name)
-        return wilson_interval(sum(map(_success_of, listed)), len(listed), z=z)
+        """The 95% Wilson interval ``(low, high)`` of the success rate (NaNs: none graded)."""
+        graded = _graded(_scores(scores, self.name))
+        if not graded:
+            return (math.nan, math.nan)
+        return wilson_interval(sum(map(_success_of, graded)), len(graded), z=z)
 
 
 class CostPerSuccessMetric:
@@ -230,6 +262,14 @@ class CostPerSuccessMetric:
             msg = f"no price for the episode of task {episode.task_id!r}"
             raise PriceError(msg)
         result = run_check(self.check, episode, gold)
+        if result.inconclusive:
+            return Score(
+                dollars,
+                f"${dollars:.6f}, {result.detail}",
+                False,
+                task_id=episode.task_id,
+                inconclusive=True,
+            )
         return Score(
             dollars,
             f"${dollars:.6f}, {'success' if result.passed else 'failure'}: {result.detail}",
@@ -246,10 +286,13 @@ class CostPerSuccessMetric:
         ``"pooled"`` (the default): ``sum(dollars) / sum(successes)``, ``inf`` when
         nothing succeeded.  ``"per_task"``: the mean over tasks of each task's
         ``mean cost / success rate`` (the Cost-of-Pass paper's per-problem form),
-        ``inf`` when any task never succeeded.
+        ``inf`` when any task never succeeded.  Inconclusive episodes are left out of
+        both sums (their dollars too); NaN when every episode was inconclusive.
         """
-        listed = _scores(scores, self.name)
+        listed = _graded(_scores(scores, self.name))
         chosen: str = estimator
+        if chosen in _ESTIMATORS and not listed:
+            return math.nan
         if chosen == "pooled":
             return _cost_per_success(math.fsum(s.value for s in listed), _successes(listed))
         if chosen == "per_task":

@@ -59,7 +59,14 @@ __all__ = [
 ]
 
 #: The plugins a session may register beside this module (unregistered at the end).
-_SESSION_PLUGINS = ("ldd-session", "ldd-yield", "ldd-gates", "ldd-current", "ldd-hypothesis")
+_SESSION_PLUGINS = (
+    "ldd-session",
+    "ldd-yield",
+    "ldd-gates",
+    "ldd-current",
+    "ldd-hypothesis",
+    "ldd-inconclusive",
+)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -105,6 +112,16 @@ def pytest_pycollect_makeitem(
 ) -> list[pytest.Function] | None:
     """Collect generator test functions, which pytest alone refuses."""
     return collect_generator(collector, name, obj)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport) -> tuple[str, str, str] | None:
+    """An episode graded inconclusive is an error of its test (see plugin.inconclusive)."""
+    if not hasattr(report, "ldd_inconclusive"):
+        return None
+    from pytest_ldd.plugin.inconclusive import teststatus
+
+    return teststatus(report)
 
 
 @pytest.fixture

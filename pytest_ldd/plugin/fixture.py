@@ -98,7 +98,8 @@ class LddFixture:
         """Grade an agent episode; its success and dollars become observations.
 
         Returns the scores by metric name.  A failed episode does not fail the
-        test by itself: gates decide.
+        test by itself: gates decide.  An episode the checker could not grade
+        (inconclusive) makes the running phase an error once it ends.
         """
         __tracebackhide__ = True
         problem: str | None = None
@@ -108,15 +109,23 @@ class LddFixture:
             problem = f"{getattr(episode, 'task_id', episode)!r}: {exc}"
         if problem is not None:
             pytest.fail(problem, pytrace=False)
-        if self._item.config.stash[SESSION].junit_properties:
+        doubt = scores["task_success"].inconclusive
+        # An inconclusive episode's scores observed nothing: no property, no observation.
+        if self._item.config.stash[SESSION].junit_properties and not doubt:
             for name, score in scores.items():
                 self._item.user_properties.append((f"ldd.{name}", score.value))
-        if self._observation_hook is not None:
+        if self._observation_hook is not None and not doubt:
             from pytest_ldd.model.observation import Observation
 
             for name, score in scores.items():
                 self._observation_hook(item=self._item, observation=Observation(name, score.value))
         warn_advisory(self._item, breaches)
+        if doubt:
+            from pytest_ldd.plugin.inconclusive import register
+
+            # The phase goes on (a corpus test grades every episode); its report
+            # becomes an error when it ends.
+            register(self._item.config.stash[SESSION], self._item.config)
         self._item.ihook.pytest_ldd_episode(
             item=self._item, episode=episode, gold=gold, scores=scores
         )

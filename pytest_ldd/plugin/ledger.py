@@ -274,6 +274,7 @@ class SessionLedger:
                 "gate_failures": sum(1 for b in breaches if b["enforced"])
                 + len(self.corpus_failures),
                 "advisory_breaches": sum(1 for b in breaches if not b["enforced"]),
+                "inconclusive": (self.corpus.get("task_success") or {}).get("inconclusive", 0),
             },
             "metrics": metrics,
             "state_changes": [
@@ -302,6 +303,7 @@ def _corpus_row(figures: Mapping[str, Any]) -> dict[str, Any]:
     return {
         "n": figures["n"],
         "successes": figures["successes"],
+        "inconclusive": figures["inconclusive"],
         "success_rate": figures["success_rate"],
         "interval": figures["success_interval"],
         "total_dollars": figures["total_dollars"],
@@ -310,16 +312,27 @@ def _corpus_row(figures: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def corpus_section(summary: Mapping[str, Any]) -> dict[str, Any]:
-    """The ``corpus`` part of the session document, from a tally summary."""
+    """The ``corpus`` part of the session document, from a tally summary.
+
+    ``task_success.inconclusive`` counts the episodes no figure includes (their
+    checker could not grade them); ``confinement`` (when hidden tests graded some
+    episode) how many verdicts there were and how many ran unconfined.
+    """
     section: dict[str, Any] = {
         "task_success": {
             "n": summary["n"],
             "successes": summary["successes"],
+            "inconclusive": summary["inconclusive"],
             "success_rate": summary["success_rate"],
             "interval": summary["success_interval"],
             "tasks": summary["tasks"],
         },
     }
+    if summary["verdicts"]:
+        section["confinement"] = {
+            "verdicts": summary["verdicts"],
+            "unconfined": summary["unconfined"],
+        }
     if summary["total_dollars"] is not None:
         section["cost_per_success"] = {
             "total_dollars": summary["total_dollars"],

@@ -151,6 +151,7 @@ class TestRecorder:
         "ctx",
         "failures",
         "group",
+        "inconclusive",
         "nodeid",
         "predictors",
     )
@@ -176,6 +177,8 @@ class TestRecorder:
         self.check = check
         self.group = group or nodeid
         self.failures: list[str] = []
+        #: The episodes graded inconclusive in the phase running, as ``'task': detail``.
+        self.inconclusive: list[str] = []
         #: Set once the test has reported its teardown: nothing may be recorded after.
         self.closed = False
         self._history: dict[str, list[float]] | None = None
@@ -337,6 +340,8 @@ class TestRecorder:
         """Grade one agent episode, observe its success and dollars.
 
         Returns the scores by metric name and the breaches the observations caused.
+        An episode the checker could not grade (inconclusive) is observed by no
+        metric: its scores say ``inconclusive`` and the tally counts it apart.
         """
         from pytest_ldd.agents import Score
         from pytest_ldd.agents.corpus import CorpusTally, grade
@@ -354,13 +359,19 @@ class TestRecorder:
             isolation=self.ctx.config.agents.isolation,
         )
         self._declare_corpus_metrics()
-        breaches = self.observe("task_success", 1.0 if graded.success else 0.0)
+        doubt = graded.inconclusive
+        breaches = [] if doubt else self.observe("task_success", 1.0 if graded.success else 0.0)
         scores = {
-            "task_success": Score(1.0 if graded.success else 0.0, graded.detail, True),
+            "task_success": Score(
+                1.0 if graded.success else 0.0, graded.detail, True, inconclusive=doubt
+            ),
         }
         if graded.dollars is not None:
-            breaches += self.observe("cost_per_success", graded.dollars)
-            scores["cost_per_success"] = Score(graded.dollars, graded.detail, False)
+            if not doubt:
+                breaches += self.observe("cost_per_success", graded.dollars)
+            scores["cost_per_success"] = Score(
+                graded.dollars, graded.detail, False, inconclusive=doubt
+            )
         payload = self._payload
         if payload.episodes is None:
             payload.episodes = CorpusTally()
@@ -369,7 +380,11 @@ class TestRecorder:
             success=graded.success,
             dollars=graded.dollars,
             group=self.group,
+            inconclusive=doubt,
+            confinement=graded.confinement,
         )
+        if doubt:
+            self.inconclusive.append(f"{episode.task_id!r}: {graded.detail}")
         return scores, breaches
 
     def _declare_corpus_metrics(self) -> None:

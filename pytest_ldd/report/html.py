@@ -617,7 +617,7 @@ def _session_section(session: Mapping[str, Any], sessions: _Sessions) -> list[st
         if by_test:
             out.append(
                 _table(
-                    ["test", "success", "rate", "dollars", "cost-of-pass"],
+                    ["test", "success", "rate", "dollars", "cost-of-pass", "inconclusive"],
                     [
                         [
                             str(test),
@@ -627,10 +627,11 @@ def _session_section(session: Mapping[str, Any], sessions: _Sessions) -> list[st
                             fmt_value(row.get("cost_per_success"))
                             if row.get("cost_per_success") is not None
                             else "infinite",
+                            str(row.get("inconclusive") or 0),
                         ]
                         for test, row in by_test.items()
                     ],
-                    [False, True, True, True, True],
+                    [False, True, True, True, True, True],
                 )
             )
     out.append("</section>")

@@ -225,6 +225,27 @@ def _breach_lines(session: Mapping[str, Any], verbose: bool) -> list[str]:
     return lines
 
 
+def _count(value: object) -> int:
+    """A count read from a session document (0 for anything that is not one)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _confinement_line(confinement: object) -> str:
+    """How many hidden-test verdicts ran the agent's code unconfined ('' for none at all)."""
+    if not isinstance(confinement, Mapping):
+        return ""
+    verdicts = _count(confinement.get("verdicts"))
+    unconfined = _count(confinement.get("unconfined"))
+    if not verdicts:
+        return ""
+    if not unconfined:
+        return f"confinement: all {verdicts} verdicts ran confined by the kernel"
+    return (
+        f"confinement: {unconfined} of {verdicts} verdicts ran unconfined"
+        " (the agent's code was not confined by the kernel)"
+    )
+
+
 def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[str]:
     """Success rate, cost-of-pass, pass^k and corpus gate lines of a session."""
     lines: list[str] = []
@@ -238,6 +259,12 @@ def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[st
         )
         if interval[0] is not None and interval[1] is not None:
             line += f" (95% CI {interval[0]:.3f}-{interval[1]:.3f})"
+        doubt = _count(success.get("inconclusive"))
+        if doubt:
+            line += f"; {doubt} inconclusive (not judged, not counted)"
+        lines.append(line)
+    line = _confinement_line(corpus.get("confinement"))
+    if line:
         lines.append(line)
     cost = corpus.get("cost_per_success")
     if cost:
@@ -260,6 +287,8 @@ def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[st
     by_test = corpus.get("by_test")
     # One test function is the whole corpus: its row would repeat the line above.
     if by_test and (verbose or len(by_test) > 1):
+        # The inconclusive column only where some test had an episode not judged.
+        doubts = any(_count(row.get("inconclusive")) for row in by_test.values())
         rows = [
             [
                 str(test),
@@ -267,16 +296,17 @@ def corpus_lines(corpus: Mapping[str, Any], *, verbose: bool = False) -> list[st
                 fmt_error(row.get("success_rate")),
                 fmt_dollars(row.get("total_dollars")),
                 fmt_dollars(row.get("cost_per_success")),
+                *([str(_count(row.get("inconclusive")))] if doubts else []),
             ]
             for test, row in by_test.items()
         ]
+        headers = ["test", "success", "rate", "dollars", "cost-of-pass"]
+        align: list[Align] = ["<", ">", ">", ">", ">"]
+        if doubts:
+            headers.append("inconclusive")
+            align.append(">")
         lines.append("by test:")
-        lines += format_table(
-            ["test", "success", "rate", "dollars", "cost-of-pass"],
-            rows,
-            ["<", ">", ">", ">", ">"],
-            indent="  ",
-        )
+        lines += format_table(headers, rows, align, indent="  ")
     for gate in corpus.get("gates") or ():
         value = fmt_value(gate.get("value")) if gate.get("value") is not None else "inf"
         what = (

@@ -287,6 +287,7 @@ def test_json_report(pytester: pytest.Pytester) -> None:
         "pairs": 1,
         "gate_failures": 0,
         "advisory_breaches": 1,
+        "inconclusive": 0,
     }
     (row,) = session["metrics"]
     assert row["name"] == "latency"

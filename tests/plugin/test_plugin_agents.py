@@ -188,3 +188,138 @@ def test_repeated_tasks_report_pass_hat_k(pytester: pytest.Pytester) -> None:
     # pass@2 = mean(1, 1) = 1.
     assert corpus["pass_at_k"]["2"] == pytest.approx(1.0)
     result.stdout.fnmatch_lines(["*pass^k: k=1 0.750, k=2 0.500*"])
+
+
+# A checker shaped like the sandbox's hidden_tests(...): a verdict per workspace.  The
+# episode's output names the verdict: "ok" passes, "bad" fails, "??" could not be judged
+# (the grader's fault); "loose" passes with the agent's code run unconfined.
+JUDGE = """
+from types import SimpleNamespace
+
+class Verdicts:
+    def verdict_for(self, episode):
+        out = episode.output
+        return SimpleNamespace(
+            passed=out in ("ok", "loose"),
+            tampered=False,
+            inconclusive=out == "??",
+            confinement="none" if out == "loose" else "landlock",
+            reason={"??": "the judge process died (signal SIGKILL)"}.get(out, out),
+        )
+
+    def __call__(self, episode, gold):
+        return self.verdict_for(episode).passed
+"""
+
+INCONCLUSIVE_SUITE = """
+import pytest
+from judge import Verdicts
+from pytest_ldd import Cost, Episode
+
+OUTPUTS = [("t1", "ok"), ("t2", "bad"), ("t3", "??"), ("t4", "loose")]
+
+@pytest.mark.metric("task_success", check=Verdicts())
+@pytest.mark.parametrize(("task_id", "output"), OUTPUTS)
+def test_task(task_id, output):
+    yield Episode(task_id, output=output, cost=Cost(input_tokens=1000)), None
+
+@pytest.mark.metric("task_success", check=Verdicts())
+def test_corpus():
+    # Both episodes are graded: the one not judged does not stop the other.
+    yield Episode("t5", output="??", cost=Cost(input_tokens=1000)), None
+    yield Episode("t6", output="ok", cost=Cost(input_tokens=1000)), None
+
+@pytest.mark.metric("task_success", check=Verdicts())
+def test_fixture(ldd):
+    scores = ldd.episode(Episode("t7", output="??"))
+    assert scores["task_success"].inconclusive
+    assert scores["task_success"].success is None
+"""
+
+
+@pytest.fixture
+def doubtful_project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyprojecttoml(PYPROJECT)
+    (pytester.path / "prices.toml").write_text(PRICES)
+    pytester.makepyfile(judge=JUDGE, test_doubtful=INCONCLUSIVE_SUITE)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_an_inconclusive_episode_is_an_error_of_its_test_counted_apart(
+    doubtful_project: pytest.Pytester,
+) -> None:
+    result = run(doubtful_project, "--ldd", "--ldd-report=report.json", "--ldd-html=report.html")
+    out = result.stdout.str()
+    # t3, test_corpus and test_fixture graded an episode nobody could judge: errors,
+    # not failures (which would blame the agent) and not passes.
+    result.assert_outcomes(passed=3, errors=3)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines(
+        [
+            "*ERROR at call of test_task?t3-???*",
+            "*1 episode could not be judged (inconclusive*",
+            "*'t3': inconclusive: the judge process died (signal SIGKILL)*",
+            # t1, t4, t6 succeeded and t2 failed: 3 of 4 judged, the other 3 apart.
+            "*task_success: 3/4 = 0.750*; 3 inconclusive (not judged, not counted)*",
+            "*confinement: 1 of 7 verdicts ran unconfined*",
+            "*cost-of-pass: $0.0013 per successful task*total $0.0040*",
+        ]
+    )
+    assert "FAILED" not in out
+    doc = json.loads((doubtful_project.path / "report.json").read_text())
+    corpus = doc["session"]["corpus"]
+    assert corpus["task_success"]["n"] == 4
+    assert corpus["task_success"]["successes"] == 3
+    assert corpus["task_success"]["inconclusive"] == 3
+    assert corpus["confinement"] == {"verdicts": 7, "unconfined": 1}
+    assert corpus["cost_per_success"]["total_dollars"] == pytest.approx(0.004)
+    assert corpus["by_test"]["test_doubtful.py::test_corpus"]["inconclusive"] == 1
+    assert doc["session"]["counts"]["inconclusive"] == 3
+    sessions = read_jsonl(doubtful_project.path / ".ldd" / "sessions.jsonl")
+    assert sessions[-1]["counts"]["inconclusive"] == 3
+    assert sessions[-1]["corpus"]["task_success"]["inconclusive"] == 3
+    # Only the four judged episodes were observed.
+    observations = read_jsonl(doubtful_project.path / ".ldd" / "observations.jsonl")
+    assert len([o for o in observations if o["metric_name"] == "task_success"]) == 4
+    html = (doubtful_project.path / "report.html").read_text()
+    assert "3 inconclusive (not judged, not counted)" in html
+    assert "confinement: 1 of 7 verdicts ran unconfined" in html
+
+
+def test_inconclusive_episodes_are_errors_under_xdist_too(
+    doubtful_project: pytest.Pytester,
+) -> None:
+    serial = run(doubtful_project, "--ldd-report=serial.json")
+    parallel = run(doubtful_project, "-n", "2", "--ldd-report=parallel.json")
+    serial.assert_outcomes(passed=3, errors=3)
+    parallel.assert_outcomes(passed=3, errors=3)
+    a = json.loads((doubtful_project.path / "serial.json").read_text())["session"]["corpus"]
+    b = json.loads((doubtful_project.path / "parallel.json").read_text())["session"]["corpus"]
+    assert a == b
+    assert b["task_success"]["inconclusive"] == 3
+
+
+def test_a_failure_in_the_phase_stays_a_failure(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        judge=JUDGE,
+        test_both="""
+        import pytest
+        from judge import Verdicts
+        from pytest_ldd import Episode
+
+        @pytest.mark.metric("task_success", check=Verdicts())
+        def test_broken(ldd):
+            assert ldd.episode(Episode("t1", output="??"))["task_success"].inconclusive
+            assert 1 == 2
+
+        @pytest.mark.metric("task_success", check=Verdicts())
+        def test_next(ldd):
+            # The doubt of the test before is not carried into this one.
+            ldd.episode(Episode("t2", output="ok"))
+        """,
+    )
+    pytester.syspathinsert()
+    result = run(pytester)
+    result.assert_outcomes(failed=1, passed=1)
+    result.stdout.fnmatch_lines(["*assert 1 == 2*"])

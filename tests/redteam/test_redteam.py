@@ -106,6 +106,19 @@ REQUIRED = {
     "neutered_then_restored",
     "helper_swapped_then_restored",
     "original_hidden_reader",
+    # lies that a twin perturbing every assertion at once let through
+    "always_equal_after_assert_true",
+    "always_equal_after_callable",
+    "always_equal_after_raises",
+    "always_equal_list_after_isinstance_len",
+    "honest_then_lying",
+    "equal_only_small_numbers",
+    "equal_only_ints",
+    "equal_only_short_strings",
+    "sub_returns_zero",
+    "ordering_liar",
+    "unittest_assertions",
+    "frame_reader_after_first_assertions",
 }
 
 

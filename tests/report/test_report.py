@@ -1112,3 +1112,38 @@ def test_a_dense_timeline_shares_its_points_out_over_the_sessions() -> None:
     assert sum("Session 50 ·" in t for t in tips) == LATEST_SESSION_POINTS
     assert sum("Session 1 ·" in t for t in tips) == 5
     assert "Showing 275 of 5,000 observations: at most 5 per session and 30 of the" in text
+
+
+@pytest.mark.parametrize(
+    ("corpus", "expected"),
+    [
+        (
+            {"confinement": {"verdicts": 5, "unconfined": 0}},
+            ["confinement: all 5 verdicts ran confined by the kernel"],
+        ),
+        (
+            {"confinement": {"verdicts": 5, "unconfined": 2}},
+            [
+                "confinement: 2 of 5 verdicts ran unconfined"
+                " (the agent's code was not confined by the kernel)"
+            ],
+        ),
+        # A document from before confinement was counted, or a damaged one: no line.
+        ({"confinement": {"verdicts": "5", "unconfined": 2}}, []),
+        ({"confinement": [5, 2]}, []),
+        (
+            {"task_success": {"n": 0, "successes": 0, "success_rate": None, "inconclusive": 2}},
+            ["task_success: 0/0 = -; 2 inconclusive (not judged, not counted)"],
+        ),
+        (
+            {"task_success": {"n": 1, "successes": 1, "success_rate": 1.0, "inconclusive": True}},
+            ["task_success: 1/1 = 1.000"],
+        ),
+    ],
+)
+def test_corpus_lines_count_inconclusive_episodes_and_unconfined_verdicts(
+    corpus: dict[str, Any], expected: list[str]
+) -> None:
+    from pytest_ldd.report.text import corpus_lines
+
+    assert corpus_lines(corpus) == expected

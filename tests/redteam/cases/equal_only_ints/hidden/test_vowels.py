@@ -1,0 +1,5 @@
+from solution import count_vowels
+
+
+def test_count_vowels():
+    assert count_vowels("education") == 5

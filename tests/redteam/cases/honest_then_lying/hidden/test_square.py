@@ -1,0 +1,7 @@
+from solution import square
+
+
+def test_square():
+    result = square(7)
+    assert result != 0
+    assert result == 49

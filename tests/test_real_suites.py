@@ -1,0 +1,80 @@
+"""Real libraries graded by their own suites: the hardened verdict agrees with plain pytest.
+
+Each shipped suite (``tests/data/suites``, with its licence) is graded as an agent's
+work would be: the library is the workspace, its own test folder the hidden tests.
+The code is honest and nobody here wrote it, so the verdict must be what plain pytest
+says of the same files -- every test id with the same outcome -- and never a
+tampering accusation.  Plain pytest's outcomes are folded by ``realsuites`` from
+pytest's own reports, independently of the verifier's runner.
+
+In ``inprocess`` isolation (the default) the outcomes must be identical.  In
+``process`` isolation a test the isolation cannot carry may make the verdict
+inconclusive, but no test may do worse than under plain pytest in a conclusive verdict.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from realsuites import SUITES, plain_outcomes, stage_suite
+
+from pytest_ldd.sandbox import Verdict, run_hidden_tests
+
+# more_itertools' plain run alone takes ~17 s on a loaded machine: the four below keep
+# CI's share of this file near a minute on two workers, and still span a plugin system
+# (pluggy), class-heavy code with a tuple subclass of its own equality (boltons), a
+# dataclass library with its own comparison machinery (attrs) and a parser (iniconfig).
+IN_CI = ("attrs", "boltons", "iniconfig", "pluggy")
+# What process isolation carries today: boltons and more_itertools pass judge objects
+# (slices, builtin callables) that cannot cross and fail tests instead.
+PROCESS = ("iniconfig", "pluggy")
+
+RANK = {"passed": 0, "skipped": 0, "failed": 1, "error": 1}
+
+
+def _differences(plain: dict[str, str], graded: dict[str, str]) -> dict[str, tuple[str, str]]:
+    ids = set(plain) | set(graded)
+    return {
+        test_id: (plain.get(test_id, "missing"), graded.get(test_id, "missing"))
+        for test_id in sorted(ids)
+        if plain.get(test_id) != graded.get(test_id)
+    }
+
+
+def _graded(name: str, tmp_path: Path, isolation: str) -> tuple[dict[str, str], Verdict, str]:
+    """Plain pytest's outcomes of a suite, its verdict, and what to show if they differ."""
+    workspace, hidden = stage_suite(SUITES[name], tmp_path)
+    plain = plain_outcomes(workspace, hidden)
+    verdict = run_hidden_tests(workspace, hidden, timeout=600, isolation=isolation)
+    return plain, verdict, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+
+
+@pytest.mark.parametrize("name", IN_CI)
+def test_a_real_suite_gets_plain_pytests_outcomes_in_the_default_isolation(
+    name: str, tmp_path: Path
+) -> None:
+    plain, verdict, detail = _graded(name, tmp_path, "inprocess")
+    assert len(plain) > 40
+    assert not verdict.tampered, detail
+    assert not verdict.inconclusive, detail
+    assert _differences(plain, dict(verdict.outcomes)) == {}, detail
+    assert verdict.passed == (set(plain.values()) == {"passed"}), detail
+
+
+@pytest.mark.parametrize("name", PROCESS)
+def test_a_real_suite_does_no_worse_than_plain_pytest_in_process_isolation(
+    name: str, tmp_path: Path
+) -> None:
+    plain, verdict, detail = _graded(name, tmp_path, "process")
+    assert not verdict.tampered, detail
+    if verdict.inconclusive:
+        assert verdict.reason, detail
+        return
+    assert set(verdict.outcomes) == set(plain), detail
+    worse = {
+        test_id: (plain[test_id], outcome)
+        for test_id, outcome in verdict.outcomes.items()
+        if RANK[outcome] > RANK[plain[test_id]]
+    }
+    assert worse == {}, detail
