@@ -434,7 +434,7 @@ def _twins_per_test(hidden: Path, workspace: Path, root: Path) -> dict[str, Any]
 
     from pytest_ldd._sandbox.staging import stage_hidden, workspace_modules
 
-    modules = workspace_modules(workspace)
+    modules = workspace_modules([workspace])
     suite = stage_hidden(hidden, root / "staged", random.Random(0), workspace_modules=modules)
     return {
         "tests": len(suite.expected),

@@ -29,6 +29,7 @@ __all__ = [
     "AgentsConfig",
     "LddConfig",
     "MetricConfig",
+    "declaring_project",
     "load_config",
     "load_config_file",
 ]
@@ -276,12 +277,7 @@ def load_config(project: str | os.PathLike[str]) -> LddConfig:
 
 def load_config_file(path: str | os.PathLike[str]) -> LddConfig:
     """Read ``[tool.ldd]`` from one ``pyproject.toml``-style file."""
-    # Imported here: a project without a pyproject.toml never needs the parser.
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - exercised on Python 3.10 only
-        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
-
+    tomllib = _toml_parser()
     file = Path(path)
     try:
         with file.open("rb") as handle:
@@ -300,6 +296,49 @@ def load_config_file(path: str | os.PathLike[str]) -> LddConfig:
     if table is None:
         return LddConfig(project=file.parent)
     return reader.config(table)
+
+
+def declaring_project(name: str, test_path: Path, rootdir: Path) -> Path | None:
+    """The ``pyproject.toml`` nearer ``test_path`` than ``rootdir`` that declares ``name``.
+
+    A monorepo run from its top (``pytest --ldd a b``) reads the ``[tool.ldd]`` of one
+    rootdir only, so a metric another project declares is unknown to the session.
+    Walks up from the test's folder and stops at the rootdir or a folder holding it
+    (their files are this session's, or no nearer).  Read only to explain an unknown
+    metric: a file that cannot be read is passed over.
+    """
+    root = rootdir.resolve()
+    stops = {root, *root.parents}
+    folder = test_path.resolve().parent
+    for candidate in (folder, *folder.parents):
+        if candidate in stops:
+            return None
+        file = candidate / PYPROJECT
+        if file.is_file() and _declares(file, name):
+            return file
+    return None
+
+
+def _toml_parser() -> Any:
+    """The TOML parser, imported on first use: a project without pyproject.toml never needs it."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+    return tomllib
+
+
+def _declares(file: Path, name: str) -> bool:
+    tomllib = _toml_parser()
+    try:
+        with file.open("rb") as handle:
+            data = tomllib.load(handle)
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    table: Any = data
+    for key in ("tool", "ldd", "metrics"):
+        table = table.get(key) if isinstance(table, dict) else None
+    return isinstance(table, dict) and name in table
 
 
 class _Reader:

@@ -28,13 +28,15 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
 from typing import Any, final
 
 from pytest_ldd._sandbox import confinement
+from pytest_ldd._sandbox import warm as zygotes
 from pytest_ldd._sandbox.channel import OUTCOMES, ChannelLog, read_channel
 from pytest_ldd._sandbox.isolation import check_isolation, stage_judge
 from pytest_ldd._sandbox.judge import judge
@@ -51,7 +53,16 @@ from pytest_ldd._sandbox.staging import (
 )
 from pytest_ldd.errors import LddWarning, SandboxError
 
-__all__ = ["CONFINEMENTS", "HiddenTests", "Limits", "Verdict", "hidden_tests", "run_hidden_tests"]
+__all__ = [
+    "COLD_START",
+    "CONFINEMENTS",
+    "HiddenTests",
+    "Limits",
+    "Verdict",
+    "grade_many",
+    "hidden_tests",
+    "run_hidden_tests",
+]
 
 _SANDBOX_DIR = Path(__file__).with_name("_sandbox")
 # The runner's files, staged in every run: the bootstrap and the modules it loads.
@@ -70,6 +81,8 @@ CONFINEMENTS = ("landlock", "none")
 # What the ``confinement`` option asks: Landlock where the kernel has it ("auto"),
 # Landlock or an inconclusive verdict ("landlock"), or none.
 CONFINEMENT_MODES = confinement.MODES
+# Where a run asked to start warm started cold, its reason ends with "(COLD_START why)".
+COLD_START = "started cold:"
 # The checks after the run (of what it left behind) get this long beyond the timeout.
 POST_RUN_GRACE_S = 10.0
 
@@ -351,7 +364,7 @@ def run_hidden_tests(
     return _run(workspace, _resolve_tests(tests), options)
 
 
-def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
+def _run(workspace: object, tests: Path, options: _Options, *, warm: bool = False) -> Verdict:
     started = time.monotonic()
     if os.name != "posix":
         msg = (
@@ -387,7 +400,10 @@ def _run(workspace: object, tests: Path, options: _Options) -> Verdict:
         msg = f"cannot create the sandbox folder in {tempfile.gettempdir()!r}: {exc}"
         raise SandboxError(msg) from exc
     try:
-        return _run_in(root, source, hidden, options, started)
+        return _run_in(root, source, hidden, options, started, warm)
+    except _Regrade as lost:
+        again = _run(workspace, tests, options, warm=False)
+        return replace(again, reason=f"{again.reason} ({COLD_START} {lost})")
     finally:
         _remove(root)
 
@@ -515,7 +531,9 @@ def _policy(
     }
 
 
-def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: float) -> Verdict:
+def _run_in(
+    root: Path, source: Path, hidden: Path, options: _Options, started: float, warm: bool
+) -> Verdict:
     limits = options.limits
     copy = root / "ws" / source.name
     try:
@@ -534,23 +552,31 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
         msg = f"cannot stage the run in {str(root)!r}: {exc!r}"
         raise SandboxError(msg) from exc
     key = secrets.token_bytes(_KEY_BYTES)
+    settings = {"key": key.hex(), **staged.settings}
+    run, cold = None, _cold_because(options) if warm else None
+    if warm and cold is None:
+        run, cold = _run_warm(root, staged, settings, options)
+    if run is None:
+        try:
+            run = run_child(
+                staged.argv,
+                cwd=staged.cwd,
+                env=staged.env,
+                settings=settings,
+                timeout=options.timeout,
+                output_bytes=limits.output_bytes,
+                tail_bytes=limits.tail_bytes,
+            )
+        except SandboxError:
+            raise
+        except Exception as exc:  # pipes, processes: the machine's problem, not the agent's
+            msg = f"cannot run the test interpreter {staged.argv[0]!r}: {exc!r}"
+            raise SandboxError(msg) from exc
     try:
-        run = run_child(
-            staged.argv,
-            cwd=staged.cwd,
-            env=staged.env,
-            settings={"key": key.hex(), **staged.settings},
-            timeout=options.timeout,
-            output_bytes=limits.output_bytes,
-            tail_bytes=limits.tail_bytes,
-        )
-    except SandboxError:
-        raise
-    except Exception as exc:  # pipes, processes: the machine's problem, not the agent's
-        msg = f"cannot run the test interpreter {staged.argv[0]!r}: {exc!r}"
-        raise SandboxError(msg) from exc
-    try:
-        return _grade(root, staged, run, key, options, started)
+        verdict = _grade(root, staged, run, key, options, started)
+        if cold is not None:
+            verdict = replace(verdict, reason=f"{verdict.reason} ({COLD_START} {cold})")
+        return verdict
     except SandboxError:
         raise
     except Exception as exc:  # what the run left made the grader fail: a verdict, not a crash
@@ -558,6 +584,53 @@ def _run_in(root: Path, source: Path, hidden: Path, options: _Options, started: 
         return Verdict(
             False, {}, False, True, "none", reason, time.monotonic() - started, run.output_tail
         )
+
+
+def _cold_because(options: _Options) -> str | None:
+    """Why a run asked to start warm starts cold, or None: it can start warm."""
+    why = zygotes.unavailable()
+    if why is not None:
+        return why
+    if options.isolation != "inprocess":
+        return f"isolation={options.isolation!r} has no warm start"
+    if options.python is not None:
+        return "an interpreter or wrapper of the caller's starts cold"
+    return None
+
+
+def _run_warm(
+    root: Path, staged: _Staged, settings: dict[str, Any], options: _Options
+) -> tuple[ChildRun | None, str | None]:
+    """The run forked from a zygote of this process; (None, why) where it could not be.
+
+    A zygote that cannot start is a cold start of the same staging.  One that dies
+    or refuses while it serves the run is discarded and :class:`_Regrade` raised:
+    the run is graded again, cold, in a folder staged afresh (the lost child may
+    have written in this one), never lost.
+    """
+    try:
+        zygote = zygotes.acquire(options.interpreter()[0], _RUNNER_FILES)
+    except (OSError, zygotes.ZygoteLost) as exc:
+        return None, f"the zygote could not start: {exc}"
+    try:
+        run = zygote.run(
+            cwd=staged.cwd,
+            env=staged.env,
+            runner=root / "runner",
+            settings=settings,
+            timeout=options.timeout,
+            output_bytes=options.limits.output_bytes,
+            tail_bytes=options.limits.tail_bytes,
+        )
+    except (OSError, zygotes.ZygoteLost) as exc:
+        zygotes.release(zygote, healthy=False)
+        raise _Regrade(f"the zygote was lost during a warm run ({exc}), graded again") from exc
+    zygotes.release(zygote, healthy=True)
+    return run, None
+
+
+class _Regrade(Exception):
+    """A warm run whose zygote was lost: the run is graded again, cold, in a fresh folder."""
 
 
 def _grade(
@@ -629,6 +702,129 @@ def _check_leftovers(root: Path, staged: Snapshot) -> tuple[list[str], str | Non
         max_entries=staged.entries + 64,
     )
     return found.changed, found.incomplete
+
+
+def grade_many(
+    items: Iterable[tuple[str | os.PathLike[str], str | os.PathLike[str]]],
+    *,
+    workers: int = 1,
+    warm: bool = True,
+    progress: bool | None = None,
+    timeout: float = 60.0,
+    python: str | os.PathLike[str] | Sequence[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    pythonpath: Sequence[str] = (".",),
+    plugins: Sequence[str] = (),
+    limits: Limits | None = None,
+    isolation: str = "inprocess",
+    confinement: str = "auto",
+) -> Iterator[tuple[tuple[Any, Any], Verdict]]:
+    """Grade many ``(workspace, tests)`` pairs, ``workers`` at a time; yield as they finish.
+
+    Yields ``(item, verdict)``, ``item`` the pair as given, in the order the verdicts
+    complete.  Each verdict is exactly what :func:`run_hidden_tests` with the same
+    options gives, and keeps its own ``timeout``: a workspace that hangs or eats
+    memory holds up one worker, never the others.  With ``warm`` (the default) each
+    run is forked from a zygote of this process that imported pytest and the runner
+    once (one zygote per worker, made when first needed, reused, stopped at exit);
+    where that cannot be (not Linux, ``isolation="process"``, a ``python`` of the
+    caller's, a zygote that does not start) the run starts cold and its reason ends
+    with ``"(started cold: why)"``; a zygote lost during a run is replaced and that
+    run graded again, cold.  ``progress`` draws a progress line on standard error
+    (default: only when it is a terminal).  A set-up problem of one item (a missing
+    tests folder) raises :class:`SandboxError` when its turn to be yielded comes.
+    """
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        msg = f"'workers' must be an int >= 1 (got {workers!r})"
+        raise SandboxError(msg)
+    start: object = warm
+    if not isinstance(start, bool):
+        msg = f"'warm' must be a bool (got {start!r})"
+        raise SandboxError(msg)
+    options = _Options.build(
+        timeout=timeout,
+        python=python,
+        env=env,
+        pythonpath=pythonpath,
+        plugins=plugins,
+        limits=limits,
+        isolation=isolation,
+        confinement=confinement,
+    )
+    total = len(items) if isinstance(items, Sized) else None
+    shown = sys.stderr.isatty() if progress is None else bool(progress)
+    return _grade_many(iter(items), workers, warm, options, _Progress(total) if shown else None)
+
+
+def _grade_one(item: object, options: _Options, warm: bool) -> Verdict:
+    if not isinstance(item, Sequence) or isinstance(item, (str, bytes)) or len(item) != 2:
+        msg = f"'items' must hold (workspace, tests) pairs (got {item!r})"
+        raise SandboxError(msg)
+    workspace, tests = item
+    return _run(workspace, _resolve_tests(tests), options, warm=warm)
+
+
+def _grade_many(
+    items: Iterator[Any], workers: int, warm: bool, options: _Options, progress: _Progress | None
+) -> Iterator[tuple[Any, Verdict]]:
+    # Threads are enough: a run's time is spent in its child process; the zygotes are
+    # separate interpreters started by fork and exec, so this process may be threaded.
+    pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldd-grade")
+    running: dict[Future[Verdict], Any] = {}
+    try:
+        for item in items:
+            # A bounded number in flight: a corpus of millions is not staged at once.
+            while len(running) >= 2 * workers:
+                yield from _collect(running, progress)
+            running[pool.submit(_grade_one, item, options, warm)] = item
+        while running:
+            yield from _collect(running, progress)
+    finally:
+        for future in running:
+            future.cancel()
+        pool.shutdown(wait=True)
+        if progress is not None:
+            progress.close()
+
+
+def _collect(
+    running: dict[Future[Verdict], Any], progress: _Progress | None
+) -> Iterator[tuple[Any, Verdict]]:
+    done, _ = wait(running, return_when=FIRST_COMPLETED)
+    for future in done:
+        item = running.pop(future)
+        verdict = future.result()
+        if progress is not None:
+            progress.add(verdict)
+        yield item, verdict
+
+
+class _Progress:
+    """One line on standard error, redrawn per verdict: graded, failed, inconclusive."""
+
+    def __init__(self, total: int | None) -> None:
+        self.total = total
+        self.counts = {"passed": 0, "failed": 0, "inconclusive": 0}
+        self.started = time.monotonic()
+
+    def add(self, verdict: Verdict) -> None:
+        kind = "inconclusive" if verdict.inconclusive else "passed" if verdict.passed else "failed"
+        self.counts[kind] += 1
+        done = sum(self.counts.values())
+        rate = done / max(time.monotonic() - self.started, 1e-9)
+        of = f"/{self.total}" if self.total is not None else ""
+        line = (
+            f"\rgraded {done}{of}: {self.counts['passed']} passed, {self.counts['failed']} failed,"
+            f" {self.counts['inconclusive']} inconclusive ({rate:.1f}/s)"
+        )
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write(line)
+            sys.stderr.flush()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            sys.stderr.write("\n")
+            sys.stderr.flush()
 
 
 @final

@@ -47,7 +47,21 @@ def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # server socket in every session and never closes it, and in-process runs would
     # pile them up in one long-lived test process (a worker's descriptors past 256).
     quiet = () if "--reruns" in args else ("-p", "no:rerunfailures")
-    return pytester.runpytest("-p", "no:cacheprovider", "-p", "no:harvest", *quiet, *args)
+    return pytester.runpytest(*PROJECT_ARGS, "-p", "no:harvest", *quiet, *_order(args), *args)
+
+
+#: What every project this suite runs pytest in shares: no cache folder, and
+#: pytest-asyncio configured as a project with async tests would configure it (left
+#: unset, it warns at configure, an error under ``-W error``).
+PROJECT_ARGS = ("-p", "no:cacheprovider", "-o", "asyncio_default_fixture_loop_scope=function")
+
+
+def _order(args: tuple[str, ...]) -> tuple[str, ...]:
+    """pytest-randomly off, unless the run asks for it: the projects' expected
+    outputs (which test runs last, where ``-x`` stops) follow their file order.
+    tests/plugin/test_ecosystem.py runs projects shuffled."""
+    asked = any(a.startswith("--randomly") for a in args) or "randomly" in args
+    return () if asked else ("-p", "no:randomly")
 
 
 def strip_volatile(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -71,6 +71,7 @@ from docs_sessions import (
     page_sybil,
     project_file,
 )
+from plugin_support import PROJECT_ARGS
 
 from pytest_ldd import cli, plugin
 
@@ -326,6 +327,7 @@ PLUGIN_OPTIONS = {
     plugin.REPORT_OPTION,
     plugin.HTML_OPTION,
     plugin.SUMMARY_OPTION,
+    plugin.SUMMARY_MD_OPTION,
     plugin.OFF_OPTION,
 }
 
@@ -362,7 +364,7 @@ def run_test_file(block: Block, pytester: pytest.Pytester) -> None:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     result = pytester.runpytest(
-        "-p", "no:cacheprovider", "-p", "no:harvest", "--strict-markers", "--ldd", block.path
+        *PROJECT_ARGS, "-p", "no:harvest", "--strict-markers", "--ldd", block.path
     )
     assert result.ret == 0, (
         f"the example project of {block.name} exited {result.ret}:\n"

@@ -28,7 +28,7 @@ PUBLIC = {
         "final_state_match", "recorded_success", "pass_at_k", "pass_hat_k", "evaluate",
         "EvalReport",
     ],
-    "pytest_ldd.sandbox": ["run_hidden_tests", "hidden_tests", "Verdict"],
+    "pytest_ldd.sandbox": ["run_hidden_tests", "hidden_tests", "grade_many", "Verdict"],
 }  # fmt: skip
 
 

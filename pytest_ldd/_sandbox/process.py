@@ -20,11 +20,11 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pytest_ldd.errors import SandboxError
 
-__all__ = ["ChildRun", "run_child"]
+__all__ = ["ChildRun", "Pipes", "Watched", "run_child", "settings_line", "watch"]
 
 _CHUNK = 65536
 _TICK_S = 0.1
@@ -63,36 +63,131 @@ def run_child(
     ``settings`` go to the child as one JSON line on its standard input, with ``fd``
     set to the number of the result pipe's write end (which the child inherits).
     """
-    read_fd, write_fd = os.pipe()
-    line = json.dumps({**settings, "fd": write_fd}, separators=(",", ":")).encode() + b"\n"
+    pipes = Pipes.open()
     try:
         proc = subprocess.Popen(
             list(argv),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
+            stdin=pipes.child_in,
+            stdout=pipes.child_out,
             stderr=subprocess.STDOUT,
             cwd=cwd,
             env=dict(env),
-            pass_fds=(write_fd,),
+            pass_fds=(pipes.child_channel,),
             start_new_session=True,
         )
     except OSError as exc:
-        os.close(read_fd)
+        pipes.close_all()
         msg = f"cannot start the test interpreter {argv[0]!r}: {exc}"
         raise SandboxError(msg) from exc
-    finally:
-        os.close(write_fd)
+    pipes.close_child_ends()
+    line = settings_line(settings, pipes.child_channel)
+    return watch(_Popened(proc), pipes, line, timeout, output_bytes, tail_bytes)
+
+
+def settings_line(settings: Mapping[str, Any], fd: int) -> bytes:
+    """The one line of settings the child reads, ``fd`` the channel's number in the child."""
+    return json.dumps({**settings, "fd": fd}, separators=(",", ":")).encode() + b"\n"
+
+
+@dataclass(slots=True)
+class Pipes:
+    """The child's standard input, its merged output and the result channel, both ends."""
+
+    child_in: int
+    parent_in: int
+    parent_out: int
+    child_out: int
+    parent_channel: int
+    child_channel: int
+
+    @classmethod
+    def open(cls) -> Pipes:
+        opened: list[int] = []
+        try:
+            for _ in range(3):
+                opened += os.pipe()
+        except OSError:
+            for fd in opened:
+                os.close(fd)
+            raise
+        return cls(*opened)
+
+    def close_child_ends(self) -> None:
+        for fd in (self.child_in, self.child_out, self.child_channel):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+    def close_all(self) -> None:
+        self.close_child_ends()
+        for fd in (self.parent_in, self.parent_out, self.parent_channel):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
+class Watched(Protocol):
+    """What the watch loop needs of a child process, however it was started."""
+
+    def exited(self) -> bool:
+        """Whether the child exited, without reaping it (its group id stays reserved)."""
+
+    def kill_group(self) -> None:
+        """Kill the child's process group, unless the child was reaped already."""
+
+    def reap(self) -> int:
+        """Wait for the child's end; its exit code (negative: the signal that ended it)."""
+
+
+class _Popened:
+    """A child this process started itself."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+
+    def exited(self) -> bool:
+        try:
+            found = os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return True
+        return found is not None
+
+    def kill_group(self) -> None:
+        # The child leads its own session, so it cannot move to another process group;
+        # everything it started without a setsid() of its own is in this one.
+        if self.proc.returncode is not None:
+            return  # reaped already: the group id may belong to someone else by now
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def reap(self) -> int:
+        return self.proc.wait()
+
+
+def watch(
+    child: Watched,
+    pipes: Pipes,
+    line: bytes,
+    timeout: float,
+    output_bytes: int,
+    tail_bytes: int,
+) -> ChildRun:
+    """Feed the settings ``line``, watch the child until it ends or is killed, reap it.
+
+    The parent's ends of ``pipes`` are closed when it returns.
+    """
     started = time.monotonic()
-    watcher = _Watcher(proc, read_fd, line, output_bytes, tail_bytes)
+    watcher = _Watcher(child, pipes, line, output_bytes, tail_bytes)
+    returncode = -signal.SIGKILL
     try:
         watcher.watch(started + timeout)
     finally:
-        _kill_group(proc)
-        proc.wait()
-        watcher.drain()
-        watcher.close()
+        child.kill_group()
+        try:
+            returncode = child.reap()
+        finally:
+            watcher.drain()
+            watcher.close()
     return ChildRun(
-        returncode=proc.returncode,
+        returncode=returncode,
         timed_out=watcher.timed_out,
         output_capped=watcher.output_capped,
         channel_capped=watcher.channel_capped,
@@ -102,41 +197,17 @@ def run_child(
     )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The child leads its own session, so it cannot move to another process group;
-    # everything it started without a setsid() of its own is in this one.
-    if proc.returncode is not None:
-        return  # reaped already: the group id may belong to someone else by now
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)
-
-
-def _has_exited(proc: subprocess.Popen[bytes]) -> bool:
-    """Whether the child exited, without reaping it (its group id stays reserved)."""
-    try:
-        return os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
-    except ChildProcessError:
-        return True
-
-
 class _Watcher:
     """The state of one watch loop: buffers, caps and how the loop ended."""
 
     def __init__(
-        self,
-        proc: subprocess.Popen[bytes],
-        channel_fd: int,
-        settings: bytes,
-        output_bytes: int,
-        tail_bytes: int,
+        self, child: Watched, pipes: Pipes, settings: bytes, output_bytes: int, tail_bytes: int
     ) -> None:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        self.proc = proc
-        self.stdin = proc.stdin
-        self.in_fd = proc.stdin.fileno()
-        self.out_fd = proc.stdout.fileno()
-        self.channel_fd = channel_fd
+        self.child = child
+        self.in_fd: int | None = pipes.parent_in
+        self.out_fd = pipes.parent_out
+        self.channel_fd = pipes.parent_channel
+        channel_fd = self.channel_fd
         self.pending = settings
         self.output_bytes = output_bytes
         self.tail_bytes = tail_bytes
@@ -158,7 +229,7 @@ class _Watcher:
         # Both pipes closed (or a cap hit): wait for the exit itself, so a child that
         # closed its pipes and kept running is timed out rather than taken as done.
         while not (self.output_capped or self.channel_capped or self.timed_out):
-            if _has_exited(self.proc):
+            if self.child.exited():
                 return
             if time.monotonic() >= deadline:
                 self.timed_out = True
@@ -172,9 +243,9 @@ class _Watcher:
             if now >= deadline:
                 self.timed_out = True
                 return
-            if exited_at is None and _has_exited(self.proc):
+            if exited_at is None and self.child.exited():
                 exited_at = now
-                _kill_group(self.proc)  # leftovers of the group die with their leader
+                self.child.kill_group()  # leftovers of the group die with their leader
             if exited_at is not None and now >= exited_at + _EXIT_GRACE_S:
                 return
             for key, _ in self.selector.select(min(deadline - now, _TICK_S)):
@@ -188,6 +259,7 @@ class _Watcher:
         return self.out_fd in registered or self.channel_fd in registered
 
     def _write_settings(self) -> None:
+        assert self.in_fd is not None
         try:
             written = os.write(self.in_fd, self.pending[:_CHUNK])
         except BlockingIOError:
@@ -197,7 +269,8 @@ class _Watcher:
         self.pending = self.pending[written:]
         if not self.pending:
             self.selector.unregister(self.in_fd)
-            self.stdin.close()
+            os.close(self.in_fd)
+            self.in_fd = None
 
     def _read(self, fd: int) -> str:
         """Take what is ready on ``fd``: "data", "again" (nothing yet), "eof" or "cap"."""
@@ -235,9 +308,8 @@ class _Watcher:
 
     def close(self) -> None:
         self.selector.close()
-        if not self.stdin.closed:
-            with contextlib.suppress(OSError):
-                self.stdin.close()
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
-        os.close(self.channel_fd)
+        for fd in (self.in_fd, self.out_fd, self.channel_fd):
+            if fd is not None:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+        self.in_fd = None

@@ -25,11 +25,16 @@ from pytest_ldd.agents.metrics import (
     CostPerSuccessMetric,
     Score,
     TaskSuccessMetric,
-    pass_at_k,
-    pass_hat_k,
     wilson_interval,
 )
 from pytest_ldd.agents.prices import ModelPrice, episode_dollars, load_prices, per_million
+from pytest_ldd.agents.trials import (
+    PassEstimate,
+    estimate_pass_at_k,
+    estimate_pass_hat_k,
+    pass_at_k,
+    pass_hat_k,
+)
 
 __all__ = [
     "WILSON_Z95",
@@ -44,9 +49,12 @@ __all__ = [
     "FinalStateCheck",
     "GradedEpisode",
     "ModelPrice",
+    "PassEstimate",
     "Score",
     "TaskSuccessMetric",
     "episode_dollars",
+    "estimate_pass_at_k",
+    "estimate_pass_hat_k",
     "evaluate",
     "final_state_diff",
     "final_state_match",

@@ -18,8 +18,9 @@ from typing import Any, final
 
 from pytest_ldd.agents.checkers import Checker, resolve_checker, run_check
 from pytest_ldd.agents.episode import Episode
-from pytest_ldd.agents.metrics import pass_at_k, pass_hat_k, wilson_interval
+from pytest_ldd.agents.metrics import wilson_interval
 from pytest_ldd.agents.prices import ModelPrice, episode_dollars
+from pytest_ldd.agents.trials import pass_at_k, pass_hat_k
 from pytest_ldd.errors import InvalidObservationError
 
 __all__ = ["SCHEMA_VERSION", "CorpusTally", "GradedEpisode", "grade"]

@@ -1,8 +1,9 @@
 """Episode metrics whose corpus aggregate is a ratio of two sums.
 
 :class:`TaskSuccessMetric` (success rate, with a Wilson interval) and
-:class:`CostPerSuccessMetric` (Cost-of-Pass: dollars per successful task), plus the
-repeated-trial estimators :func:`pass_at_k` and :func:`pass_hat_k`.  A mean of
+:class:`CostPerSuccessMetric` (Cost-of-Pass: dollars per successful task).  The
+repeated-trial estimators :func:`pass_at_k` and :func:`pass_hat_k` live in
+:mod:`pytest_ldd.agents.trials` and are re-exported here.  A mean of
 per-episode ratios is never taken: it weights a cheap failure like an expensive
 success and has no meaning when an episode's denominator is zero.
 """
@@ -18,6 +19,7 @@ from typing import Any, Literal, cast, final
 from pytest_ldd.agents.checkers import Checker, resolve_checker, run_check
 from pytest_ldd.agents.episode import Episode
 from pytest_ldd.agents.prices import ModelPrice, episode_dollars, load_prices
+from pytest_ldd.agents.trials import pass_at_k, pass_hat_k
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError, PriceError
 
 __all__ = [
@@ -317,45 +319,3 @@ def _successes(scores: Sequence[Score]) -> int:
 
 def _cost_per_success(dollars: float, successes: int) -> float:
     return dollars / successes if successes else math.inf
-
-
-def _counts(trials: Mapping[str, Sequence[bool]], k: int, what: str) -> list[tuple[int, int]]:
-    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-        msg = f"{what} 'k' must be an int >= 1 (got {k!r})"
-        raise InvalidObservationError(msg)
-    if not isinstance(trials, Mapping) or not trials:
-        msg = f"{what} 'trials' must map at least one task id to its outcomes (got {trials!r})"
-        raise InvalidObservationError(msg)
-    counts = []
-    for task_id, outcomes in trials.items():
-        listed = list(outcomes)
-        if not all(isinstance(outcome, bool) for outcome in listed):
-            msg = f"{what}: outcomes of task {task_id!r} must be bools (got {listed!r})"
-            raise InvalidObservationError(msg)
-        if k > len(listed):
-            msg = f"{what}: task {task_id!r} has {len(listed)} trials, fewer than k={k}"
-            raise InvalidObservationError(msg)
-        counts.append((len(listed), sum(listed)))
-    return counts
-
-
-def pass_at_k(trials: Mapping[str, Sequence[bool]], k: int) -> float:
-    """Unbiased pass@k: the chance that at least one of k trials succeeds.
-
-    Per task with n trials and c successes, ``1 - C(n-c, k) / C(n, k)``; averaged
-    over tasks.  A task with fewer than k trials is an error naming it.
-    """
-    counts = _counts(trials, k, "pass_at_k")
-    # One integer division per task: 1 - a/b in floats would round twice.
-    per_task = ((math.comb(n, k) - math.comb(n - c, k)) / math.comb(n, k) for n, c in counts)
-    return math.fsum(per_task) / len(counts)
-
-
-def pass_hat_k(trials: Mapping[str, Sequence[bool]], k: int) -> float:
-    """Unbiased pass^k: the chance that all of k trials succeed (reliability).
-
-    Per task ``C(c, k) / C(n, k)``; averaged over tasks.  A task with fewer than k
-    trials is an error naming it.
-    """
-    counts = _counts(trials, k, "pass_hat_k")
-    return math.fsum(math.comb(c, k) / math.comb(n, k) for n, c in counts) / len(counts)

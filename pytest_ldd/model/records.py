@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, fields
 from numbers import Real
 from typing import Any, Final, TypeVar, final
 
 from pytest_ldd.errors import InvalidObservationError, StoreCorruptError
+from pytest_ldd.model.clock import utc_timestamp
 
 __all__ = [
     "CalibrationRecord",
@@ -96,18 +96,6 @@ def encode_records(records: Sequence[Mapping[str, Any]], where: str) -> list[str
 
 
 _TIMESTAMP_RE: Final = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
-
-
-_LAST_STAMP: list[Any] = [None, ""]
-
-
-def utc_timestamp(when: float | None = None) -> str:
-    """``when`` (default: now) as a UTC ``YYYY-MM-DDTHH:MM:SSZ`` string."""
-    second = int(time.time() if when is None else when)
-    # Thousands of records share a second in a busy session: format each second once.
-    if _LAST_STAMP[0] != second:
-        _LAST_STAMP[:] = [second, time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(second))]
-    return str(_LAST_STAMP[1])
 
 
 def is_number(value: object) -> bool:

@@ -9,7 +9,9 @@ comes.  The modules of the package, by job:
 - :mod:`~pytest_ldd.plugin.session`: one session, started only when it is used, and
   its jobs: :mod:`~pytest_ldd.plugin.startup`, :mod:`~pytest_ldd.plugin.markers`,
   :mod:`~pytest_ldd.plugin.routing`, :mod:`~pytest_ldd.plugin.held_warnings`,
-  :mod:`~pytest_ldd.plugin.ending`, :mod:`~pytest_ldd.plugin.reports`;
+  :mod:`~pytest_ldd.plugin.ending`, :mod:`~pytest_ldd.plugin.reports`,
+  :mod:`~pytest_ldd.plugin.integrations` (GitHub annotations, pytest-html,
+  pytest-json-report);
 - :mod:`~pytest_ldd.plugin.fixture`: what the ``ldd`` fixtures return;
 - :mod:`~pytest_ldd.plugin.yield_tests`, :mod:`~pytest_ldd.plugin.hypothesis_examples`
   and :mod:`~pytest_ldd.plugin.phases`: generator tests, ``@given`` tests, gate
@@ -36,6 +38,7 @@ from pytest_ldd.plugin.options import (
     OFF_OPTION,
     RECORD_OPTION,
     REPORT_OPTION,
+    SUMMARY_MD_OPTION,
     SUMMARY_OPTION,
     add_options,
 )
@@ -54,6 +57,7 @@ __all__ = [
     "OFF_OPTION",
     "RECORD_OPTION",
     "REPORT_OPTION",
+    "SUMMARY_MD_OPTION",
     "SUMMARY_OPTION",
     "LddFixture",
 ]
@@ -66,6 +70,8 @@ _SESSION_PLUGINS = (
     "ldd-current",
     "ldd-hypothesis",
     "ldd-inconclusive",
+    "ldd-annotations",
+    "ldd-report-plugins",
 )
 
 

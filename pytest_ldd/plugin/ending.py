@@ -33,6 +33,7 @@ def end_session(ldd: SessionState, session: pytest.Session, *, interrupted: bool
         return
     if not ldd.owns_session():
         return
+    ldd.write_pending()
     outage: StoreUnavailableError | None = None
     with ldd.warnings.kept():
         if ldd.error is None:

@@ -13,11 +13,12 @@ from __future__ import annotations
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_ldd.errors import LddAdvisoryWarning, LddError
+from pytest_ldd.errors import LddAdvisoryWarning, LddError, UnknownMetricError
 from pytest_ldd.plugin.stash import PLAN, SESSION
 
 if TYPE_CHECKING:
@@ -76,6 +77,8 @@ class LddFixture:
         problem: str | None = None
         try:
             breaches = self._recorder.observe(name, observed, predicted)
+        except UnknownMetricError as exc:
+            problem = self._unknown(exc.name or name, str(exc))
         except LddError as exc:
             problem = str(exc)
         if problem is not None:
@@ -143,7 +146,7 @@ class LddFixture:
         if name not in recorder.ctx.registry:
             from pytest_ldd.plugin.recorder import unknown_metric_message
 
-            pytest.fail(unknown_metric_message(name), pytrace=False)
+            pytest.fail(self._unknown(name, unknown_metric_message(name)), pytrace=False)
         try:
             yield
         except AssertionError as exc:
@@ -163,8 +166,17 @@ class LddFixture:
         if name not in ctx.registry:
             from pytest_ldd.plugin.recorder import unknown_metric_message
 
-            pytest.fail(unknown_metric_message(name), pytrace=False)
+            pytest.fail(self._unknown(name, unknown_metric_message(name)), pytrace=False)
         return ctx.registry.state(name)
+
+    def _unknown(self, name: str, message: str) -> str:
+        """``message`` about an unknown metric, with where a nearer project declares it."""
+        from pytest_ldd.plugin.recorder import nearer_declaration
+
+        config = self._item.config
+        return message + nearer_declaration(
+            name, Path(self._item.path), config.rootpath, config.invocation_params.dir
+        )
 
     def is_load_bearing(self, name: str) -> bool:
         """Whether ``name`` was load-bearing at session start."""

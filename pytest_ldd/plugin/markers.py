@@ -11,6 +11,7 @@ keyword.  What a test's markers declare becomes its :class:`TestPlan`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
@@ -162,11 +163,17 @@ class Declarations:
         except UnknownMetricError:
             if name in CORPUS_METRICS:
                 return  # declared on first graded episode
+            from pytest_ldd.plugin.recorder import nearer_declaration
+
+            config = item.config
             raise pytest.UsageError(
                 f"{item.nodeid}: metric {name!r} is not declared: no test collected in "
                 f"this session declares it (with kind=...), and neither [tool.ldd.metrics] "
                 f"nor the .ldd folder knows it; declare it in [tool.ldd.metrics.{name}] "
                 f"of pyproject.toml, so that it is known whichever tests are selected"
+                + nearer_declaration(
+                    name, Path(item.path), config.rootpath, config.invocation_params.dir
+                )
             ) from None
         for key, value in given.items():
             if getattr(spec, key) != value:

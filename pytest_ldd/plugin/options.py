@@ -8,6 +8,8 @@ for a test path) is caught here (:func:`check_value_spelling`).
 
 from __future__ import annotations
 
+import os
+from contextlib import suppress
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ __all__ = [
     "OFF_OPTION",
     "RECORD_OPTION",
     "REPORT_OPTION",
+    "SUMMARY_MD_OPTION",
     "SUMMARY_OPTION",
     "add_options",
     "check_value_spelling",
@@ -35,6 +38,7 @@ LDD_STORE_OPTION = "--ldd-store"
 REPORT_OPTION = "--ldd-report"
 HTML_OPTION = "--ldd-html"
 SUMMARY_OPTION = "--ldd-summary"
+SUMMARY_MD_OPTION = "--ldd-summary-md"
 OFF_OPTION = "--ldd-off"
 JUNIT_INI = "ldd_junit_properties"
 
@@ -51,7 +55,7 @@ FIXTURES = frozenset({"ldd", "ldd_session"})
 
 #: Options that take a value; pytest reads a value given as a separate argument as
 #: a test path when it chooses the rootdir (before any plugin's options are known).
-_VALUE_OPTIONS = (LDD_DIR_OPTION, REPORT_OPTION, HTML_OPTION, SUMMARY_OPTION)
+_VALUE_OPTIONS = (LDD_DIR_OPTION, REPORT_OPTION, HTML_OPTION, SUMMARY_OPTION, SUMMARY_MD_OPTION)
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -118,6 +122,16 @@ def add_options(parser: pytest.Parser) -> None:
             "episode graded, or the session records; 'full' always; 'none' never."
         ),
     )
+    group.addoption(
+        SUMMARY_MD_OPTION,
+        dest="ldd_summary_md",
+        metavar="FILE.md",
+        default=None,
+        help=(
+            "Append this session's summary as Markdown to FILE.md (GitHub Actions: "
+            "$GITHUB_STEP_SUMMARY, used when this option is not given)."
+        ),
+    )
 
     parser.addini(
         JUNIT_INI,
@@ -139,17 +153,32 @@ def configures_ldd(rootpath: Path) -> bool:
     return b"[tool.ldd" in text or b"tool.ldd." in text
 
 
+def _argument_sources(config: pytest.Config) -> list[tuple[str, list[str]]]:
+    """The arguments pytest chose its rootdir from, by where they were given."""
+    import shlex
+
+    sources = []
+    env = os.environ.get("PYTEST_ADDOPTS", "")
+    if env.strip():
+        with suppress(ValueError):  # pytest itself refused it already
+            sources.append(("PYTEST_ADDOPTS", shlex.split(env)))
+    sources.append(("", [str(a) for a in config.invocation_params.args]))
+    return sources
+
+
 def check_value_spelling(config: pytest.Config) -> None:
     """Refuse ``--ldd-dir DIR`` (two arguments) where it moved pytest's rootdir.
 
-    pytest chooses its rootdir and ini file from the command line before it loads
-    plugins, so the value of ``--ldd-dir /abs/path`` is taken for a test path; when
-    that path exists the rootdir (and with it ``[tool.ldd]``) can move.  The one
-    argument spelling, ``--ldd-dir=/abs/path``, is always right.
+    pytest chooses its rootdir and ini file from the command line and
+    ``PYTEST_ADDOPTS`` before it loads plugins, so the value of ``--ldd-dir
+    /abs/path`` is taken for a test path; when that path exists the rootdir (and with
+    it ``[tool.pytest.ini_options]`` and ``[tool.ldd]``) can move.  The one argument
+    spelling, ``--ldd-dir=/abs/path``, is always right.  The ``addopts`` of the ini
+    file are read once the rootdir is chosen, so a separate value there is harmless.
     """
-    args = [str(a) for a in config.invocation_params.args]
     separated = [
-        (args[i], args[i + 1])
+        (where, args[i], args[i + 1])
+        for where, args in _argument_sources(config)
         for i in range(len(args) - 1)
         if args[i] in _VALUE_OPTIONS and not args[i + 1].startswith("-")
     ]
@@ -172,14 +201,19 @@ def check_value_spelling(config: pytest.Config) -> None:
 
         paths = [str(p) for p in known.file_or_dir]
         intended = setup(paths)
-        chosen = setup(paths + [value for _, value in separated])
+        chosen = setup(paths + [value for _, _, value in separated])
+        if chosen == intended:
+            return
+        # Named: the first value that moves the rootdir by itself (else the first).
+        where, option, value = next(
+            (given for given in separated if setup([*paths, given[2]]) != intended),
+            separated[0],
+        )
     except Exception:  # another pytest's private API: nothing to tell
         return
-    if chosen == intended:
-        return
-    option, value = separated[0]
+    given = f" (in {where})" if where else ""
     raise pytest.UsageError(
-        f"pytest-ldd: {option} {value}: pytest took {value!r} for a test path when it "
-        f"chose its rootdir ({chosen[0]} instead of {intended[0]}), because it reads "
-        f"the command line before plugins load; write {option}={value} (one argument)"
+        f"pytest-ldd: {option} {value}{given}: pytest took {value!r} for a test path when "
+        f"it chose its rootdir ({chosen[0]} instead of {intended[0]}), because it reads "
+        f"its arguments before plugins load; write {option}={value} (one argument)"
     )

@@ -12,6 +12,7 @@ under xdist, in the controller: both record exactly the same data.
 
 from __future__ import annotations
 
+import os
 import secrets
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -44,6 +45,7 @@ __all__ = [
     "RunContext",
     "TestRecorder",
     "gate_message",
+    "nearer_declaration",
     "new_session_id",
     "unknown_metric_message",
 ]
@@ -67,6 +69,24 @@ def unknown_metric_message(name: str) -> str:
     return (
         f"unknown metric {name!r}: declare it with @pytest.mark.metric(...) "
         f"or [tool.ldd.metrics.{printable(str(name))}]"
+    )
+
+
+def nearer_declaration(name: str, test_path: Path, rootdir: Path, shown_from: Path) -> str:
+    """What to add to "unknown metric" when a project nearer the test declares it ('' if none)."""
+    from pytest_ldd.config import declaring_project
+
+    found = declaring_project(name, test_path, rootdir)
+    if found is None:
+        return ""
+    try:
+        project = os.path.relpath(found.parent, shown_from)
+    except ValueError:  # another drive
+        project = str(found.parent)
+    return (
+        f"; {os.path.join(project, found.name)} declares it, but this session reads the "
+        f"[tool.ldd] of its rootdir {rootdir}, which pytest chose for every project it "
+        f"was given: run each project on its own (pytest --ldd {project})"
     )
 
 

@@ -18,13 +18,15 @@ It coordinates the jobs, each in a module of its own: starting the run
 from __future__ import annotations
 
 import os
-import time
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, Final
 
 import pytest
 
 from pytest_ldd.errors import LddError
+
+# Imported as pytest loads the plugin: the clocks are taken before any test can fake them.
+from pytest_ldd.model import clock
 
 if TYPE_CHECKING:
     from pytest_ldd.model.gates import Bound
@@ -75,7 +77,7 @@ class LddSession:
         self.usage_error: str | None = None
         #: The recorders of the tests running or about to report, by node id.
         self.live: dict[str, TestRecorder] = {}
-        #: When the session started (``time.time()``), formatted once it is needed.
+        #: When the session started (the real wall clock), formatted once it is needed.
         self.started: float | None = None
         #: Errors of the session end, shown in the summary.
         self.end_errors: list[str] = []
@@ -109,7 +111,7 @@ class LddSession:
         from pytest_ldd.plugin.options import check_value_spelling, configures_ldd
 
         check_value_spelling(self.config)
-        self.started = time.time()
+        self.started = clock.now()
         # An xdist controller collects nothing, so it starts now.  A project that
         # configures pytest-ldd ([tool.ldd]) uses it: it starts now too, so that a
         # mistake there is reported whatever the tests do.
@@ -139,10 +141,12 @@ class LddSession:
         except LddError as exc:
             raise pytest.UsageError(usage_line(exc)) from None
         if not self.is_worker:
-            from pytest_ldd.model.records import utc_timestamp
+            from pytest_ldd.plugin.integrations import register_integrations
             from pytest_ldd.plugin.ledger import SessionLedger
 
-            started_at = utc_timestamp(self.started)
+            register_integrations(self)
+
+            started_at = clock.utc_timestamp(self.started)
             self.ledger = SessionLedger(self.ctx, started_at=started_at)
 
     @pytest.hookimpl(optionalhook=True)
@@ -279,6 +283,26 @@ class LddSession:
         xdist worker attaches it to the report before xdist sends it)."""
         assert self._route is not None
         self._route.route(report)
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(
+        self, item: pytest.Item, nextitem: pytest.Item | None
+    ) -> Generator[None, object, object]:
+        """Write the test's records once its whole protocol is over (serial run).
+
+        Outermost (tryfirst): pytest-timeout's wrapper, inside this one, has cancelled
+        the test's timer by then, and pytest-rerunfailures has run every attempt.
+        """
+        try:
+            return (yield)
+        finally:
+            self.write_pending()
+
+    def write_pending(self) -> None:
+        """Write the records handed over and not written yet (a serial run's last test)."""
+        route = self._route
+        if route is not None and route.serial:
+            route.write_pending()
 
     # -- end -----------------------------------------------------------------------------
 

@@ -64,6 +64,10 @@ class SessionState(Protocol):
         """The recorder of ``item``, created on first use."""
         ...
 
+    def write_pending(self) -> None:
+        """Write the records handed over and not written yet (a serial run's last test)."""
+        ...
+
 
 #: The session object of a pytest session (the config's stash).
 SESSION: pytest.StashKey[SessionState] = pytest.StashKey()

@@ -21,7 +21,7 @@ import subprocess
 from pathlib import Path
 from typing import Final
 
-__all__ = ["DIRTY_SUFFIX", "SHORT_LENGTH", "describe_commit", "read_head"]
+__all__ = ["DIRTY_SUFFIX", "SHORT_LENGTH", "describe_commit", "read_head", "work_tree_root"]
 
 #: Hex digits of the short hash (git's own default abbreviation).
 SHORT_LENGTH: Final = 7
@@ -158,4 +158,13 @@ def read_head(project: str | os.PathLike[str]) -> str | None:
         sha, _, name = line.partition(" ")
         if name.strip() == ref and _SHA_RE.fullmatch(sha):
             return sha[:SHORT_LENGTH]
+    return None
+
+
+def work_tree_root(start: str | os.PathLike[str]) -> Path | None:
+    """The top of the git work tree holding ``start`` (where its ``.git`` is), or ``None``."""
+    folder = Path(start).resolve()
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
     return None

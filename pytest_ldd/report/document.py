@@ -12,11 +12,11 @@ from __future__ import annotations
 import json
 import math
 import os
-import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pytest_ldd.model.clock import utc_timestamp
 from pytest_ldd.store.files.disk import replace_file
 
 if TYPE_CHECKING:
@@ -84,10 +84,6 @@ def state_json(state: MetricState, gate: CalibrationGate) -> dict[str, Any]:
 # -- the JSON document -----------------------------------------------------------------
 
 
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-
-
 def build_report(
     registry: MetricRegistry,
     *,
@@ -117,7 +113,7 @@ def build_report(
     history = report_history(registry, session=session, sessions=sessions, budget=budget)
     return {
         "schema_version": REPORT_SCHEMA_VERSION,
-        "generated_at": _now(),
+        "generated_at": utc_timestamp(),
         "ldd_dir": registry.store.location,
         "session": dict(session) if session is not None else None,
         "metrics": metrics,

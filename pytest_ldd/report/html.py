@@ -37,6 +37,7 @@ from pytest_ldd.report.svg import (
     timeline_svg,
 )
 from pytest_ldd.report.text import (
+    breach_text,
     corpus_lines,
     fmt_error,
     fmt_value,
@@ -54,6 +55,7 @@ __all__ = [
     "promotion_index",
     "render_html",
     "running_mae",
+    "session_fragment",
     "thin",
 ]
 
@@ -576,6 +578,11 @@ def _breaches_section(doc: Mapping[str, Any], sessions: _Sessions) -> list[str]:
     return out
 
 
+def _changes_table(changes: Sequence[Mapping[str, Any]]) -> str:
+    rows = [[str(c.get("name")), str(c.get("before")), str(c.get("after"))] for c in changes]
+    return _table(["metric", "before", "after"], rows)
+
+
 def _session_section(session: Mapping[str, Any], sessions: _Sessions) -> list[str]:
     key = str(session.get("session_id") or "")
     out = [f'<section id="session"><h2>This run: {escape(sessions.name(key))}</h2>']
@@ -597,12 +604,7 @@ def _session_section(session: Mapping[str, Any], sessions: _Sessions) -> list[st
     changes = session.get("state_changes") or ()
     if changes:
         out.append("<h3>State changes</h3>")
-        out.append(
-            _table(
-                ["metric", "before", "after"],
-                [[str(c.get("name")), str(c.get("before")), str(c.get("after"))] for c in changes],
-            )
-        )
+        out.append(_changes_table(changes))
     corpus = corpus_lines(session.get("corpus") or {}, verbose=False)
     if corpus:
         out.append("<h3>Corpus</h3>")
@@ -930,3 +932,31 @@ def render_html(doc: Mapping[str, Any]) -> str:
         out += _session_section(doc["session"], sessions)
     out.append("</body></html>")
     return "\n".join(out) + "\n"
+
+
+def session_fragment(session: Mapping[str, Any]) -> str:
+    """The session as a piece of another tool's HTML page (pytest-html's summary).
+
+    An "ldd" heading, the metrics table, the state changes and every gate failure and
+    breach, all text escaped; no page, style or script of its own.
+    """
+    out = ['<div class="ldd"><h2>ldd</h2>']
+    if not session.get("recording"):
+        out.append("<p>not recording (run with --ldd to log calibration pairs)</p>")
+    headers, rows, align = session_table(session)
+    numeric = [a == ">" for a in align]
+    out.append(_table(headers, rows, numeric) if rows else "<p>no metrics observed</p>")
+    changes = session.get("state_changes") or ()
+    if changes:
+        out.append("<h3>State changes</h3>")
+        out.append(_changes_table(changes))
+    lines = [
+        f"{'gate failed' if b.get('enforced') else 'advisory breach'}: {breach_text(m, b)}"
+        for m in session.get("metrics") or ()
+        for b in m.get("breaches") or ()
+    ]
+    lines += corpus_lines(session.get("corpus") or {})
+    if lines:
+        out.append("<ul>" + "".join(f"<li>{escape(line)}</li>" for line in lines) + "</ul>")
+    out.append("</div>")
+    return "".join(out)

@@ -46,6 +46,7 @@ from pytest_ldd.errors import (
     StoreCorruptError,
     StoreUnavailableError,
 )
+from pytest_ldd.model import clock
 from pytest_ldd.model.records import (
     PairError,
     check_line,
@@ -364,7 +365,7 @@ class PostgresStore:
                 self.flush()
             delays = iter(RECONNECT_DELAYS)
             retried = False
-            started = time.monotonic()
+            started = clock.monotonic()
             while True:
                 try:
                     return operation(self._connection(), retried)
@@ -383,7 +384,7 @@ class PostgresStore:
                         raise StoreCorruptError(msg, path=self.location) from None
                     delay = next(delays, None)
                     if delay is None:
-                        raise self._unavailable(err, action, time.monotonic() - started) from None
+                        raise self._unavailable(err, action, clock.monotonic() - started) from None
                     time.sleep(delay)
                     retried = True
 
@@ -549,12 +550,12 @@ class PostgresStore:
 
     def _take_lock(self, conn: psycopg.Connection[Any], _: bool) -> None:
         self._prepare(conn)
-        deadline = time.monotonic() + self.lock_timeout
+        deadline = clock.monotonic() + self.lock_timeout
         while True:
             row = conn.execute("SELECT pg_try_advisory_lock(%s, %s)", self._lock_key).fetchone()
             if row and row[0]:
                 return
-            if time.monotonic() >= deadline:
+            if clock.monotonic() >= deadline:
                 msg = (
                     f"could not lock the store {self.location} within "
                     f"{self.lock_timeout:g} s: another session holds it (a hung "
@@ -682,14 +683,14 @@ class PostgresStore:
             if self._pending_pid != os.getpid():
                 self._forget_pending()
             if not self._pending_tests:
-                self._pending_since = time.monotonic()
+                self._pending_since = clock.monotonic()
                 _PENDING.add(self)
             held_obs, held_pairs, held_errors = self._pending
             held_obs += observations
             held_pairs += pairs
             held_errors += errors
             self._pending_tests += 1
-            now = time.monotonic()
+            now = clock.monotonic()
             due = (
                 self._pending_tests >= FLUSH_TESTS or now - self._pending_since >= FLUSH_SECONDS
             )
@@ -697,7 +698,7 @@ class PostgresStore:
                 try:
                     self.flush()
                 except StoreUnavailableError:
-                    self._retry_at = time.monotonic() + RETRY_AFTER
+                    self._retry_at = clock.monotonic() + RETRY_AFTER
 
     def _append(
         self, observations: list[str], pairs: list[str], errors: Sequence[PairError]

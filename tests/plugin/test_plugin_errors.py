@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from plugin_support import run, snapshot
+from plugin_support import PROJECT_ARGS, run, snapshot
 
 TEST_TEMPLATE = """
 import pytest
@@ -119,7 +119,7 @@ def test_corrupt_store_in_a_subprocess_prints_one_line(pytester: pytest.Pytester
     ldd_dir.mkdir()
     (ldd_dir / "metrics.json").write_text("[]")
     pytester.makepyfile(test_it="def test_it():\n    pass\n")
-    result = pytester.runpytest_subprocess("--ldd")
+    result = pytester.runpytest_subprocess(*PROJECT_ARGS, "--ldd")
     assert result.ret == 4
     errors = [line for line in result.stderr.lines if line.strip()]
     assert len(errors) == 1, errors

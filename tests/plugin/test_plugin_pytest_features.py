@@ -339,6 +339,8 @@ def test_a_session_stopped_early_still_ends(
     )
     # --sw is a feature of the cache provider, which run() turns off.
     plugins = ["-p", "no:harvest"] if "--sw" in args else ["-p", "no:cacheprovider"]
+    # File order (no pytest-randomly): the session stops at its sixth test.
+    plugins += ["-p", "no:randomly", "-o", "asyncio_default_fixture_loop_scope=function"]
     result = pytester.runpytest(
         *plugins, "--ldd", "--ldd-report=r.json", *args, *workers, no_reraise_ctrlc=True
     )
@@ -528,6 +530,9 @@ def pytest_unconfigure():
 CHEAP = {
     "pytest_ldd",
     "pytest_ldd.errors",
+    # The real clocks, taken as the plugin loads (before a test can fake them).
+    "pytest_ldd.model",
+    "pytest_ldd.model.clock",
     "pytest_ldd.plugin",
     "pytest_ldd.plugin.hookspecs",
     "pytest_ldd.plugin.options",

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from calibration_support import log_errors, rate
+from plugin_support import PROJECT_ARGS
 
 from pytest_ldd import cli, positive_count
 from pytest_ldd.calibration.calibrator import Calibrator
@@ -630,7 +631,7 @@ def test_huge_values_and_unhashable_names_in_a_session(pytester: pytest.Pytester
         """
     )
     for _ in range(2):
-        result = pytester.runpytest("-p", "no:cacheprovider", "--ldd")
+        result = pytester.runpytest(*PROJECT_ARGS, "--ldd")
         text = result.stdout.str() + result.stderr.str()
         assert "INTERNALERROR" not in text
         assert "OverflowError" not in text
@@ -689,7 +690,7 @@ def test_contradictory_bounds_are_refused_everywhere(
             ldd.observe("lat", 1.0)
         """
     )
-    result = pytester.runpytest("-p", "no:cacheprovider")
+    result = pytester.runpytest(*PROJECT_ARGS)
     assert named in result.stdout.str() + result.stderr.str()
     assert result.ret != 0
 

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ldd.errors import StoreCorruptError
+from pytest_ldd.model import clock
 from pytest_ldd.store.files.disk import ensure_folder, os_error
 
 __all__ = ["FolderLock", "LockBusy", "ProcessLock", "process_lock"]
@@ -97,7 +98,7 @@ class ProcessLock:
         self._depth += 1
 
     def _lock_file(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
+        deadline = clock.monotonic() + timeout
         while True:
             if self._handle is None:
                 Path(self._path).parent.mkdir(parents=True, exist_ok=True)
@@ -106,7 +107,7 @@ class ProcessLock:
                 self._ident = (held.st_ino, held.st_dev)
                 self.generation += 1
             if not _try_lock(self._handle):
-                if time.monotonic() >= deadline:
+                if clock.monotonic() >= deadline:
                     raise LockBusy("held by another process")
                 time.sleep(0.01)
                 continue
