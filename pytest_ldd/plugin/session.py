@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from pytest_ldd.model.gates import Bound
     from pytest_ldd.plugin.held_warnings import HeldWarnings
     from pytest_ldd.plugin.ledger import SessionLedger
-    from pytest_ldd.plugin.markers import Declarations
+    from pytest_ldd.plugin.markers import Declarations, TestPlan
     from pytest_ldd.plugin.recorder import RunContext, TestRecorder
     from pytest_ldd.plugin.routing import PayloadRoute
     from pytest_ldd.plugin.stash import SessionState
@@ -51,6 +51,9 @@ def usage_line(error: object) -> str:
 
 class LddSession:
     """Per-run state of pytest-ldd, registered as the plugin ``ldd-session`` once started."""
+
+    #: What :meth:`recorder_for` builds a recorder with, once imported.
+    _recorder_parts: tuple[type[TestRecorder], pytest.StashKey[TestPlan], TestPlan] | None = None
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
@@ -253,17 +256,17 @@ class LddSession:
         recorder = self.live.get(item.nodeid)
         if recorder is not None:
             return recorder
-        from pytest_ldd.plugin.markers import NO_PLAN
-        from pytest_ldd.plugin.recorder import TestRecorder
-        from pytest_ldd.plugin.stash import PLAN
-
         self.ensure_started()
         if self.ctx is None:
             raise pytest.UsageError("pytest-ldd is not active in this session")
-        plan = item.stash.get(PLAN, None) or NO_PLAN
+        # Imported once per session, not once per test (the plugin module must not
+        # import them: a session that does not use pytest-ldd never pays for them).
+        recorder_type, plan_key, no_plan = self._recorder_parts or _recorder_parts()
+        self._recorder_parts = (recorder_type, plan_key, no_plan)
+        plan = item.stash.get(plan_key, None) or no_plan
         group = getattr(item, "originalname", None) or item.name
         module = item.nodeid.split("::", 1)[0]
-        recorder = TestRecorder(
+        recorder = recorder_type(
             self.ctx,
             item.nodeid,
             bounds=plan.bounds,
@@ -343,3 +346,11 @@ if TYPE_CHECKING:
     def _is_a_session_state(session: LddSession) -> SessionState:
         # The type checker proves here that the session offers what its jobs use.
         return session
+
+
+def _recorder_parts() -> tuple[type[TestRecorder], pytest.StashKey[TestPlan], TestPlan]:
+    from pytest_ldd.plugin.markers import NO_PLAN
+    from pytest_ldd.plugin.recorder import TestRecorder
+    from pytest_ldd.plugin.stash import PLAN
+
+    return TestRecorder, PLAN, NO_PLAN

@@ -83,6 +83,63 @@ def test_an_accumulator_keeps_its_positions_in_its_stores_form() -> None:
         Accumulator.from_json(data, "doc", lambda d: d["missing"])
 
 
+def _tampered(change: str) -> object:
+    from pytest_ldd.model.statistics import Accumulator
+
+    acc = Accumulator(1, "start", "end", keep=3)
+    acc.add_many([0.1, 0.25, 0.2, 0.5])
+    if change == "n":
+        acc.n += 1
+    elif change == "sum":
+        acc.sum_abs += 0.01
+    elif change == "worst below the top bin":
+        acc.worst = 0.4
+    elif change == "a count above the worst":
+        acc.histogram[9000] += 1
+        acc.n += 1
+        acc.sum_abs += 0.9
+    elif change == "a recent error not counted":
+        acc.recent[0] = 0.3
+    elif change == "a recent error above the worst":
+        acc.recent[0] = 0.50004  # in the worst error's bin, yet above it
+    return acc
+
+
+@pytest.mark.parametrize(
+    ("change", "expected"),
+    [
+        ("n", "the histogram counts 4 errors, 'n' is 5"),
+        ("sum", "'sum_abs_error' 1.06 does not match the histogram"),
+        (
+            "worst below the top bin",
+            "'worst_error' 0.4 is not in the histogram's largest bin (5000)",
+        ),
+        (
+            "a count above the worst",
+            "'worst_error' 0.5 is not in the histogram's largest bin (9000)",
+        ),
+        ("a recent error not counted", "recent error 0.3 is not counted in the histogram"),
+        ("a recent error above the worst", "recent error 0.50004 exceeds 'worst_error' 0.5"),
+    ],
+)
+def test_figures_no_sequence_of_errors_gives_are_named(change: str, expected: str) -> None:
+    assert _tampered("none").inconsistency() is None  # type: ignore[attr-defined]
+    problem = _tampered(change).inconsistency()  # type: ignore[attr-defined]
+    assert problem is not None
+    assert problem.startswith(expected)
+
+
+def test_an_empty_accumulator_is_consistent_unless_it_has_a_sum() -> None:
+    from pytest_ldd.model.statistics import Accumulator
+
+    acc = Accumulator(1, "start", "end")
+    assert acc.inconsistency() is None
+    acc.sum_abs = 0.5
+    assert acc.inconsistency() == "'sum_abs_error' 0.5 with n = 0"
+    acc.histogram[10_000] = 1
+    assert acc.inconsistency() == "the histogram counts 1 errors, 'n' is 0"
+
+
 def test_a_state_is_evaluated_by_one_rule() -> None:
     from pytest_ldd.model.statistics import MetricState, evaluate_state
 

@@ -598,6 +598,21 @@ def test_timeline_draws_the_gate_bound_at_its_value() -> None:
     assert fresh["bounds"] == []
 
 
+def test_timeline_leaves_out_a_bound_the_gates_would_refuse() -> None:
+    doc = hand_doc()
+    latest = [s for s in doc["history"]["sessions"] if s.get("metrics")][-1]
+    latest["metrics"][0]["gates"] = ["ge 0.45", "between 1", "le nan", "le", "lt inf"]
+    latest["corpus"]["gates"] = [
+        {"name": "accuracy", "op": "le", "limit": 0.9},
+        {"name": "accuracy", "op": "around", "limit": 0.5},
+        {"name": "accuracy", "op": "ge", "limit": True},
+        {"name": "accuracy", "op": "ge", "limit": "0.2"},
+    ]
+    (accuracy, _) = parse(render_html(doc)).of("ldd-timeline")
+    drawn = [(b["data-op"], float(b["data-limit"])) for b in accuracy["bounds"]]
+    assert drawn == [("ge", 0.45), ("le", 0.9)]
+
+
 def test_timeline_points_carry_predicted_observed_error_test_and_session() -> None:
     (accuracy, _) = parse(render_html(hand_doc())).of("ldd-timeline")
     tips = accuracy["tips"]

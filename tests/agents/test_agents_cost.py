@@ -14,8 +14,8 @@ import pytest
 from pytest_ldd.agents import Cost, Episode, load_prices
 from pytest_ldd.errors import InvalidObservationError
 
-USAGE = Path(__file__).parent / "data" / "usage"
-PRICES = Path(__file__).parent / "data" / "prices" / "prices.toml"
+USAGE = Path(__file__).parent.parent / "data" / "usage"
+PRICES = Path(__file__).parent.parent / "data" / "prices" / "prices.toml"
 
 
 def _recorded(name: str) -> dict[str, Any]:

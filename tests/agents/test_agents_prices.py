@@ -11,7 +11,7 @@ import pytest
 from pytest_ldd.agents import Cost, Episode, ModelPrice, episode_dollars, load_prices, per_million
 from pytest_ldd.errors import PriceError
 
-DATA = Path(__file__).parent / "data" / "prices"
+DATA = Path(__file__).parent.parent / "data" / "prices"
 
 
 # -- ModelPrice ----------------------------------------------------------------------------

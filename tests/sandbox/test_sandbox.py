@@ -1,8 +1,8 @@
 """Tests of pytest_ldd.sandbox: the verdict, the options, staging, the channel, the judge,
 and real runs that look at the child from the inside (its environment, sys.path, flags).
 Runs use the default, confined in-process isolation (those that inspect the in-process
-child also name it); tests/test_sandbox_process.py covers what is specific to
-``isolation="process"``, tests/test_sandbox_confinement.py the kernel confinement.
+child also name it); tests/sandbox/test_sandbox_process.py covers what is specific to
+``isolation="process"``, tests/sandbox/test_sandbox_confinement.py the kernel confinement.
 
 The attacks themselves are in tests/redteam/.
 """

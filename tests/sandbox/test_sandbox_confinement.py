@@ -42,7 +42,7 @@ from pytest_ldd.sandbox import hidden_tests, run_hidden_tests
 
 ABI, WHY = abi_version()
 MODULE = Path(confinement.__file__)
-SECURITY_DOC = Path(__file__).parent.parent / "docs" / "security.md"
+SECURITY_DOC = Path(__file__).parent.parent.parent / "docs" / "security.md"
 ON_CI_LINUX = os.environ.get("CI") == "true" and sys.platform.startswith("linux")
 
 

@@ -36,7 +36,7 @@ from pytest_ldd.config import load_config
 from pytest_ldd.errors import InvalidSpecError, SandboxError
 from pytest_ldd.sandbox import HiddenTests, Verdict, hidden_tests, run_hidden_tests
 
-SHAPES = Path(__file__).parent / "process_shapes"
+SHAPES = Path(__file__).parent.parent / "process_shapes"
 MODES = ("inprocess", "process")
 
 
@@ -696,7 +696,7 @@ def test_the_agents_config_isolation_reaches_the_marker_checker(
 
 # -- the demo's tasks ----------------------------------------------------------------
 
-DEMO = Path(__file__).resolve().parent.parent / "pytest_ldd" / "demo" / "project"
+DEMO = Path(__file__).resolve().parent.parent.parent / "pytest_ldd" / "demo" / "project"
 
 
 def _demo_agent() -> Any:
