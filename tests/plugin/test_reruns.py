@@ -10,6 +10,9 @@ the pairs tell which attempt was kept.
 
 from __future__ import annotations
 
+import shutil
+from typing import Any
+
 import pytest
 from plugin_support import PROJECT_ARGS, read_jsonl
 
@@ -115,18 +118,36 @@ def test_two_failures_then_a_pass(pytester: pytest.Pytester, workers: list[str])
     assert_final_attempt_only(pytester, final=3)
 
 
+def run_crashing(pytester: pytest.Pytester, *args: str, **flaky: Any) -> pytest.RunResult:
+    """``run_flaky`` until pytest-rerunfailures noticed the crash it is to rerun.
+
+    On a loaded machine pytest-rerunfailures sometimes reports a crashed xdist worker's
+    test as failed without rerunning it (its crash bookkeeping races the worker's
+    death). That run has no final attempt to check; run again from a clean project,
+    at most three times. A run with a rerun is judged in full by the caller.
+    """
+    for _ in range(3):
+        result = run_flaky(pytester, *args, **flaky)
+        output = result.stdout.str()
+        if "rerun" in outcomes(result) or "crashed while running" not in output:
+            return result
+        shutil.rmtree(pytester.path / ".ldd", ignore_errors=True)
+        (pytester.path / "attempts").unlink(missing_ok=True)
+    return result
+
+
 @pytest.mark.parametrize("crash", ["os._exit", "SIGKILL"])
 def test_a_crashed_worker_rerun_keeps_the_final_attempt(
     pytester: pytest.Pytester, crash: str
 ) -> None:
-    result = run_flaky(pytester, "--reruns", "1", "-n", "2", fail=crash)
+    result = run_crashing(pytester, "--reruns", "1", "-n", "2", fail=crash)
     assert result.ret == 0, result.stdout.str()
     assert outcomes(result) == {"passed": 2, "rerun": 1}
     assert_final_attempt_only(pytester, final=2)
 
 
 def test_two_crashes_then_a_pass(pytester: pytest.Pytester) -> None:
-    result = run_flaky(pytester, "--reruns", "2", "-n", "2", fail="os._exit", times=2)
+    result = run_crashing(pytester, "--reruns", "2", "-n", "2", fail="os._exit", times=2)
     assert result.ret == 0, result.stdout.str()
     assert outcomes(result) == {"passed": 2, "rerun": 2}
     assert_final_attempt_only(pytester, final=3)
