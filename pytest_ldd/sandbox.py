@@ -20,6 +20,7 @@ run left behind as hostile.  See ``docs/security.md`` for the threat model.
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
 import os
 import random
@@ -28,12 +29,13 @@ import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Iterable, Iterator, Mapping, Sequence, Sized
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence, Sized
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from types import MappingProxyType
-from typing import Any, final
+from typing import Any, TypeVar, final
 
 from pytest_ldd._sandbox import confinement
 from pytest_ldd._sandbox import warm as zygotes
@@ -83,6 +85,8 @@ CONFINEMENTS = ("landlock", "none")
 CONFINEMENT_MODES = confinement.MODES
 # Where a run asked to start warm started cold, its reason ends with "(COLD_START why)".
 COLD_START = "started cold:"
+# What one grading in a corpus gives: a verdict (or, ahead of time, the set-up error).
+_Graded = TypeVar("_Graded")
 # The checks after the run (of what it left behind) get this long beyond the timeout.
 POST_RUN_GRACE_S = 10.0
 
@@ -752,11 +756,20 @@ def grade_many(
         confinement=confinement,
     )
     total = len(items) if isinstance(items, Sized) else None
+    return _grade_many(
+        iter(items),
+        workers,
+        functools.partial(_grade_one, options=options, warm=warm),
+        _progress(progress, total),
+    )
+
+
+def _progress(progress: bool | None, total: int | None) -> _Progress | None:
     shown = sys.stderr.isatty() if progress is None else bool(progress)
-    return _grade_many(iter(items), workers, warm, options, _Progress(total) if shown else None)
+    return _Progress(total) if shown else None
 
 
-def _grade_one(item: object, options: _Options, warm: bool) -> Verdict:
+def _grade_one(item: object, *, options: _Options, warm: bool) -> Verdict:
     if not isinstance(item, Sequence) or isinstance(item, (str, bytes)) or len(item) != 2:
         msg = f"'items' must hold (workspace, tests) pairs (got {item!r})"
         raise SandboxError(msg)
@@ -765,18 +778,21 @@ def _grade_one(item: object, options: _Options, warm: bool) -> Verdict:
 
 
 def _grade_many(
-    items: Iterator[Any], workers: int, warm: bool, options: _Options, progress: _Progress | None
-) -> Iterator[tuple[Any, Verdict]]:
+    items: Iterator[Any],
+    workers: int,
+    grade: Callable[[Any], _Graded],
+    progress: _Progress | None,
+) -> Iterator[tuple[Any, _Graded]]:
     # Threads are enough: a run's time is spent in its child process; the zygotes are
     # separate interpreters started by fork and exec, so this process may be threaded.
     pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ldd-grade")
-    running: dict[Future[Verdict], Any] = {}
+    running: dict[Future[_Graded], Any] = {}
     try:
         for item in items:
             # A bounded number in flight: a corpus of millions is not staged at once.
             while len(running) >= 2 * workers:
                 yield from _collect(running, progress)
-            running[pool.submit(_grade_one, item, options, warm)] = item
+            running[pool.submit(grade, item)] = item
         while running:
             yield from _collect(running, progress)
     finally:
@@ -788,15 +804,75 @@ def _grade_many(
 
 
 def _collect(
-    running: dict[Future[Verdict], Any], progress: _Progress | None
-) -> Iterator[tuple[Any, Verdict]]:
+    running: dict[Future[_Graded], Any], progress: _Progress | None
+) -> Iterator[tuple[Any, _Graded]]:
     done, _ = wait(running, return_when=FIRST_COMPLETED)
     for future in done:
         item = running.pop(future)
-        verdict = future.result()
+        graded = future.result()
         if progress is not None:
-            progress.add(verdict)
-        yield item, verdict
+            progress.add(graded)
+        yield item, graded
+
+
+# Verdicts graded ahead of time by :func:`graded_ahead`, keyed by the checker's id and
+# the workspace as given; ``verdict_for`` answers from here first.  A context variable:
+# another thread (an xdist worker's, a user's) never sees this evaluation's verdicts.
+_AHEAD: ContextVar[Mapping[tuple[int, str], Verdict | SandboxError]] = ContextVar(
+    "_AHEAD", default=MappingProxyType({})
+)
+
+
+@contextlib.contextmanager
+def graded_ahead(
+    checkers: Iterable[HiddenTests],
+    episodes: Iterable[object],
+    *,
+    workers: int = 1,
+    progress: bool | None = None,
+) -> Iterator[None]:
+    """Grade every episode's workspace with each checker now, in parallel and warm.
+
+    Within the block, each checker's :meth:`HiddenTests.verdict_for` answers from these
+    verdicts (a set-up problem of one workspace is raised there, for that episode, as
+    it would have been); outside it, nothing is kept.  An episode without a workspace
+    is left to ``verdict_for``, which says so.  This is how
+    :func:`pytest_ldd.agents.evaluate` grades a corpus: what it yields is exactly
+    what grading each episode alone would give, only sooner.
+    """
+    unique = list({id(checker): checker for checker in checkers}.values())
+    given = list(episodes)
+    found: dict[tuple[int, str], Verdict | SandboxError] = dict(_AHEAD.get())
+    for checker in unique:
+        todo: dict[str, tuple[int, str]] = {}
+        for episode in given:
+            workspace = getattr(episode, "workspace", None)
+            if isinstance(workspace, (str, os.PathLike)):
+                key = (id(checker), os.fspath(workspace))
+                if key not in found:
+                    todo.setdefault(key[1], key)
+        if not todo:
+            continue
+        graded = _grade_many(
+            iter(todo),
+            workers,
+            functools.partial(_grade_or_error, checker=checker),
+            _progress(progress, len(todo)),
+        )
+        for workspace, verdict in graded:
+            found[todo[workspace]] = verdict
+    token = _AHEAD.set(MappingProxyType(found))
+    try:
+        yield
+    finally:
+        _AHEAD.reset(token)
+
+
+def _grade_or_error(workspace: str, *, checker: HiddenTests) -> Verdict | SandboxError:
+    try:
+        return _run(workspace, _resolve_tests(checker.tests), checker.options, warm=True)
+    except SandboxError as exc:
+        return exc
 
 
 class _Progress:
@@ -807,8 +883,11 @@ class _Progress:
         self.counts = {"passed": 0, "failed": 0, "inconclusive": 0}
         self.started = time.monotonic()
 
-    def add(self, verdict: Verdict) -> None:
-        kind = "inconclusive" if verdict.inconclusive else "passed" if verdict.passed else "failed"
+    def add(self, graded: object) -> None:
+        # A set-up error graded ahead of time counts with those nothing is known of.
+        kind = "inconclusive"
+        if isinstance(graded, Verdict) and not graded.inconclusive:
+            kind = "passed" if graded.passed else "failed"
         self.counts[kind] += 1
         done = sum(self.counts.values())
         rate = done / max(time.monotonic() - self.started, 1e-9)
@@ -853,6 +932,12 @@ class HiddenTests:
                 f" wrote (got None on {episode!r})"
             )
             raise SandboxError(msg)
+        if isinstance(workspace, (str, os.PathLike)):
+            ahead = _AHEAD.get().get((id(self), os.fspath(workspace)))
+            if isinstance(ahead, SandboxError):
+                raise ahead
+            if ahead is not None:
+                return ahead
         return self.run(workspace)
 
     def run(self, workspace: str | os.PathLike[str]) -> Verdict:

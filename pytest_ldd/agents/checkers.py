@@ -80,8 +80,7 @@ class CheckResult:
             raise InvalidObservationError(msg)
         if confinement is not None and not (isinstance(confinement, str) and confinement):
             msg = (
-                "CheckResult 'confinement' must be a non-empty str or None"
-                f" (got {confinement!r})"
+                f"CheckResult 'confinement' must be a non-empty str or None (got {confinement!r})"
             )
             raise InvalidObservationError(msg)
 
@@ -396,6 +395,23 @@ class _HiddenTestsCheck:
             inconclusive=inconclusive,
             confinement=confinement if isinstance(confinement, str) and confinement else None,
         )
+
+
+def hidden_tests_behind(checkers: Iterable[object]) -> list[Any]:
+    """The sandbox checkers (:class:`pytest_ldd.sandbox.HiddenTests`) among *checkers*.
+
+    What :func:`resolve_checker` made of a ``"hidden_tests:PATH"`` spec or of a
+    ``hidden_tests(...)`` object, each once, in order; other checkers are left out.
+    """
+    found: dict[int, Any] = {}
+    for checker in checkers:
+        if isinstance(checker, _HiddenTestsCheck):
+            # Imported only for a suite that grades by hidden tests: the sandbox is heavy.
+            from pytest_ldd.sandbox import HiddenTests
+
+            if isinstance(checker.inner, HiddenTests):
+                found.setdefault(id(checker.inner), checker.inner)
+    return list(found.values())
 
 
 def _named_checkers() -> dict[str, Checker]:

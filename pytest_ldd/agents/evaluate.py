@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast, final
 
+from pytest_ldd.agents.checkers import hidden_tests_behind
 from pytest_ldd.agents.episode import Episode
 from pytest_ldd.agents.metrics import Score, inconclusive_count
 from pytest_ldd.errors import InvalidObservationError, InvalidSpecError
@@ -61,12 +63,26 @@ def evaluate(
     metrics: EpisodeMetric | Iterable[EpisodeMetric],
     episodes: Iterable[Episode],
     golds: Sequence[Any] | Mapping[str, Any],
+    *,
+    workers: int = 1,
+    progress: bool | None = None,
 ) -> EvalReport:
     """Score every episode with every metric and aggregate each metric over the corpus.
 
     *golds* is a sequence aligned with *episodes* or a mapping ``task_id -> gold``
     (repeated trials of a task share its gold).  Checker errors propagate.
+
+    Metrics that grade by hidden tests (``check="hidden_tests:PATH"`` or a
+    ``hidden_tests(...)`` checker) have every workspace graded first, *workers* at a
+    time, by the sandbox's warm corpus grader (:func:`pytest_ldd.sandbox.grade_many`),
+    each workspace once per checker however many metrics share it; *progress* draws
+    its progress line on standard error (default: only on a terminal).  The scores
+    are those grading each episode alone would give.
     """
+    count: object = workers
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        msg = f"'workers' must be an int >= 1 (got {count!r})"
+        raise InvalidSpecError(msg)
     metric_list: list[EpisodeMetric] = (
         [metrics] if callable(metrics) and hasattr(metrics, "aggregate") else list(metrics)  # type: ignore[arg-type]
     )
@@ -82,12 +98,19 @@ def evaluate(
             raise InvalidObservationError(msg)
     episode_list = cast("tuple[Episode, ...]", given)
     gold_list = _golds_for(episode_list, golds)
-    scores = {
-        metric.name: tuple(
-            metric(ep, gold) for ep, gold in zip(episode_list, gold_list, strict=True)
-        )
-        for metric in metric_list
-    }
+    sandboxed = hidden_tests_behind(getattr(metric, "check", None) for metric in metric_list)
+    ahead: contextlib.AbstractContextManager[None] = contextlib.nullcontext()
+    if sandboxed:
+        from pytest_ldd.sandbox import graded_ahead
+
+        ahead = graded_ahead(sandboxed, episode_list, workers=count, progress=progress)
+    with ahead:
+        scores = {
+            metric.name: tuple(
+                metric(ep, gold) for ep, gold in zip(episode_list, gold_list, strict=True)
+            )
+            for metric in metric_list
+        }
     aggregates = {metric.name: metric.aggregate(scores[metric.name]) for metric in metric_list}
     return EvalReport(
         episodes=episode_list,

@@ -19,9 +19,18 @@ import pytest
 from humaneval import load_problems, write_hidden, write_workspace, wrong_completions
 from sandbox_support import write_tree
 
+from pytest_ldd import sandbox
 from pytest_ldd._sandbox import warm as zygotes
-from pytest_ldd.errors import SandboxError
-from pytest_ldd.sandbox import COLD_START, grade_many, run_hidden_tests
+from pytest_ldd.agents import (
+    Cost,
+    CostPerSuccessMetric,
+    Episode,
+    ModelPrice,
+    TaskSuccessMetric,
+    evaluate,
+)
+from pytest_ldd.errors import InvalidSpecError, SandboxError
+from pytest_ldd.sandbox import COLD_START, grade_many, hidden_tests, run_hidden_tests
 
 CALC = "def add(a, b):\n    return a + b\n"
 HIDDEN = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
@@ -242,3 +251,117 @@ def test_the_problem_set_grades_the_same_warm_canonical_all_pass_wrong_all_fail(
     assert not wrongly
     assert not [v.reason for v in graded.values() if v.tampered or v.inconclusive]
     assert not [v.reason for v in graded.values() if COLD_START in v.reason]
+
+
+# evaluate() grades a corpus through the warm grader: every workspace once per checker,
+# ahead of the scoring, with the scores of grading each episode alone.
+
+
+def _counting_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the workspace of every sandbox run from here on (warm or cold)."""
+    seen: list[str] = []
+    real = sandbox._run
+
+    def counted(workspace: object, *args: object, **kwargs: object) -> object:
+        seen.append(os.fspath(workspace))  # type: ignore[arg-type]
+        return real(workspace, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(sandbox, "_run", counted)
+    return seen
+
+
+def _corpus(tmp_path: Path) -> tuple[list[Episode], Path]:
+    tests = write_tree(tmp_path / "hidden", {"test_calc.py": HIDDEN})
+    good = write_tree(tmp_path / "good", {"calc.py": CALC})
+    bad = write_tree(tmp_path / "bad", {"calc.py": CALC.replace("a + b", "a - b")})
+    cost = Cost(input_tokens=1000, output_tokens=100)
+    episodes = [
+        Episode("t1", workspace=good, cost=cost),
+        Episode("t2", workspace=bad, cost=cost),
+        Episode("t1", workspace=good, cost=cost),  # a second trial on the same folder
+        Episode("t3", workspace=str(bad), cost=cost),
+    ]
+    return episodes, tests
+
+
+def test_evaluate_grades_each_workspace_once_ahead_and_scores_as_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    episodes, tests = _corpus(tmp_path)
+    checker = hidden_tests(tests)
+    price = ModelPrice(input=1e-6, output=2e-6)
+    metrics = [
+        TaskSuccessMetric(check=checker),
+        CostPerSuccessMetric(check=checker, price=price),
+    ]
+    alone = {m.name: tuple(m(ep, None) for ep in episodes) for m in metrics}  # cold, one by one
+    runs = _counting_runs(monkeypatch)
+    report = evaluate(metrics, episodes, [None] * len(episodes), workers=2, progress=False)
+    # Two distinct folders (a Path and its str are one), each graded once: the second
+    # trial on a folder and the second metric on the same checker grade nothing anew.
+    assert sorted(runs) == sorted({os.fspath(ep.workspace) for ep in episodes})  # type: ignore[arg-type]
+    for name, scores in alone.items():
+        got = report.scores[name]
+        assert [(s.value, s.success, s.inconclusive) for s in got] == [
+            (s.value, s.success, s.inconclusive) for s in scores
+        ]
+        assert all(COLD_START not in s.detail for s in got), [s.detail for s in got]
+    assert report.aggregates["task_success"] == 0.5
+    assert len(zygotes._all) >= 1  # graded warm
+    # Nothing is kept once evaluate returns: the checker grades afresh.
+    runs.clear()
+    assert checker(episodes[0]) is True
+    assert runs == [os.fspath(episodes[0].workspace)]  # type: ignore[arg-type]
+
+
+def test_evaluate_grades_two_checkers_each_with_its_own_tests(tmp_path: Path) -> None:
+    episodes, tests = _corpus(tmp_path)
+    strict = write_tree(
+        tmp_path / "strict",
+        {"test_calc.py": HIDDEN + "\n\ndef test_neg():\n    assert add(-1, 1) == 1\n"},
+    )
+    metrics = [
+        TaskSuccessMetric(check=hidden_tests(tests), name="lenient"),
+        TaskSuccessMetric(check=hidden_tests(strict), name="strict"),
+    ]
+    report = evaluate(metrics, episodes, [None] * len(episodes), workers=2, progress=False)
+    assert [s.success for s in report.scores["lenient"]] == [True, False, True, False]
+    assert [s.success for s in report.scores["strict"]] == [False, False, False, False]
+
+
+def test_evaluate_raises_a_workspace_set_up_error_as_grading_alone_would(
+    tmp_path: Path,
+) -> None:
+    episodes, tests = _corpus(tmp_path)
+    missing = Episode("t9", workspace=tmp_path / "never-written")
+    metric = TaskSuccessMetric(check=hidden_tests(tests))
+    with pytest.raises(SandboxError) as alone:
+        metric(missing, None)
+    with pytest.raises(SandboxError) as ahead:
+        evaluate(metric, [*episodes, missing], [None] * 5, workers=2, progress=False)
+    assert str(ahead.value) == str(alone.value)
+    assert "'workspace' must be an existing folder" in str(ahead.value)
+
+
+def test_evaluate_leaves_an_episode_without_a_workspace_to_say_so(tmp_path: Path) -> None:
+    episodes, tests = _corpus(tmp_path)
+    metric = TaskSuccessMetric(check=hidden_tests(tests))
+    with pytest.raises(SandboxError, match="needs the episode's 'workspace'"):
+        evaluate(metric, [*episodes, Episode("t0")], [None] * 5, progress=False)
+
+
+@pytest.mark.parametrize("workers", [0, -1, 1.5, True, "2"])
+def test_evaluate_workers_must_be_a_positive_int(tmp_path: Path, workers: object) -> None:
+    episodes, tests = _corpus(tmp_path)
+    metric = TaskSuccessMetric(check=hidden_tests(tests))
+    with pytest.raises(InvalidSpecError, match=r"'workers' must be an int >= 1 \(got"):
+        evaluate(metric, episodes, [None] * 4, workers=workers)  # type: ignore[arg-type]
+
+
+def test_evaluate_progress_counts_the_corpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    episodes, tests = _corpus(tmp_path)
+    evaluate(TaskSuccessMetric(check=hidden_tests(tests)), episodes, [None] * 4, progress=True)
+    err = capsys.readouterr().err
+    assert "graded 2/2: 1 passed, 1 failed, 0 inconclusive" in err, err
