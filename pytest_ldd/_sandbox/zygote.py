@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import array
 import contextlib
+import gc
 import importlib
 import importlib.util
 import json
@@ -181,6 +182,11 @@ def main() -> int:
     """Warm up, say so, then serve the parent's requests."""
     control = socket.socket(fileno=int(sys.argv[1]))
     runner = warm_up()
+    # What the zygote made lives as long as it does: keep the collector off it, so
+    # that a child's collections (pytest runs several as it ends) walk only what the
+    # child made, and the pages stay shared instead of being copied to mark them.
+    gc.collect()
+    gc.freeze()
     _answer(control, ready=os.getpid())
     serve(runner, control)
     return 0
