@@ -17,8 +17,9 @@ a ratio against a baseline measured alongside:
 - ``status``: ``ldd metric status`` on a database project holding 1,000,000 pairs
   (target <= 0.3 s) and relative to 10,000 pairs (target <= 1.2).
 
-``python benchmarks/bench_store.py [--quick] [--dsn URL]``; figures go to
-``benchmarks/results_store.json``; exits 1 when a target is missed.
+``python benchmarks/bench_store.py [--quick] [--dsn URL] [--only NAME]``;
+figures go to ``benchmarks/results_store.json`` (a run with ``--only`` replaces only
+its own figures); exits 1 when a target of this run is missed.
 """
 
 from __future__ import annotations
@@ -36,11 +37,12 @@ import time
 import uuid
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _harness import Arm, child_env, interleave, pytest_command, run_child
+from _results import load_average, machine, write_results
 from _suites import METRICS, write_suite
 
 from pytest_ldd.calibration.calibrator import Calibrator
@@ -163,9 +165,7 @@ def fleet(dsn: str, work: Path, tests: int) -> dict[str, Any]:
         copy = work / f"fleet_copy{index}"
         shutil.copytree(base, copy)
         copies.append(copy)
-    wall = _run_all(
-        _fleet_commands(suite, sessions, [[f"--ldd-dir={c}"] for c in copies]), suite
-    )
+    wall = _run_all(_fleet_commands(suite, sessions, [[f"--ldd-dir={c}"] for c in copies]), suite)
     merged = work / "fleet_merged"
     subprocess.run(
         [sys.executable, "-m", "pytest_ldd", "store", "merge", *map(str, copies), "--into",
@@ -379,17 +379,54 @@ def status(dsn: str, work: Path, reps: int, large: int) -> dict[str, Any]:
     }
 
 
+FIGURES: Final = ("fleet", "kill", "overhead", "status")
+RESULTS: Final = HERE / "results_store.json"
+
+
+def targets(figures: dict[str, Any]) -> list[tuple[str, str, str, bool]]:
+    """``(figure, target, measured, met)`` of every figure in ``figures``."""
+    found: list[tuple[str, str, str, bool]] = []
+
+    def add(key: str, target: str, measured: str, ok: bool) -> None:
+        found.append((key, target, measured, ok))
+
+    if "fleet" in figures:
+        for arm in ("db", "files"):
+            f = figures["fleet"][arm]
+            ok = f["lost"] == 0 and f["duplicated"] == 0 and f["states_equal_serial_replay"]
+            add("fleet", f"fleet.{arm}: lost 0, duplicated 0, states = serial replay",
+                f"lost {f['lost']}, dup {f['duplicated']}, "
+                f"equal {f['states_equal_serial_replay']}, pairs {f['pairs']}", ok)  # fmt: skip
+    if "kill" in figures:
+        f = figures["kill"]
+        add("kill", f"kill: lost 0 before the last flush, window <= {FLUSH_TESTS} tests",
+            f"lost {f['lost']}, dup {f['duplicated']}, "
+            f"unflushed <= {f['max_unflushed_tests']} tests",
+            f["lost"] == 0 and f["duplicated"] == 0
+            and f["max_unflushed_tests"] <= FLUSH_TESTS)  # fmt: skip
+    if "overhead" in figures:
+        r = figures["overhead"]["ratio"]
+        add("overhead", "overhead: database / files <= 1.3", f"{r:.3f}", r <= 1.3)
+    if "status" in figures:
+        s = figures["status"]
+        add("status", "status on 1M pairs <= 0.3 s", f"{s['large_wall_s']:.3f} s",
+            s["large_wall_s"] <= 0.3)  # fmt: skip
+        add("status", "status 1M / 10k <= 1.2", f"{s['ratio']:.3f}", s["ratio"] <= 1.2)
+    return found
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dsn", default=os.environ.get("LDD_TEST_POSTGRES_DSN"))
     parser.add_argument("--quick", action="store_true", help="Fewer repetitions and kills.")
-    parser.add_argument("--only", action="append", choices=("fleet", "kill", "overhead", "status"))
+    parser.add_argument("--only", action="append", choices=FIGURES)
     args = parser.parse_args(argv)
     if not args.dsn:
         parser.error('no server: pass --dsn URL or eval "$(.ci/postgres start)"')
     reps = 3 if args.quick else 5
-    only = set(args.only or ("fleet", "kill", "overhead", "status"))
+    only = set(args.only or FIGURES)
     figures: dict[str, Any] = {}
+    load_before = load_average()
     with tempfile.TemporaryDirectory(prefix="ldd-bench-store-") as tmp:
         work = Path(tmp)
         if "fleet" in only:
@@ -404,46 +441,31 @@ def main(argv: list[str] | None = None) -> int:
         if "status" in only:
             _say("status: 1,000,000 vs 10,000 pairs")
             figures["status"] = status(args.dsn, work, reps, 1_000_000)
-    targets = []
-    if "fleet" in figures:
-        for arm in ("db", "files"):
-            f = figures["fleet"][arm]
-            ok = f["lost"] == 0 and f["duplicated"] == 0 and f["states_equal_serial_replay"]
-            targets.append(
-                (
-                    f"fleet.{arm}: lost 0, duplicated 0, states = serial replay",
-                    f"lost {f['lost']}, dup {f['duplicated']}, "
-                    f"equal {f['states_equal_serial_replay']}, pairs {f['pairs']}",
-                    ok,
-                )
-            )
-    if "kill" in figures:
-        f = figures["kill"]
-        targets.append(
-            (
-                f"kill: lost 0 before the last flush, window <= {FLUSH_TESTS} tests",
-                f"lost {f['lost']}, dup {f['duplicated']}, "
-                f"unflushed <= {f['max_unflushed_tests']} tests",
-                f["lost"] == 0
-                and f["duplicated"] == 0
-                and f["max_unflushed_tests"] <= FLUSH_TESTS,
-            )
-        )
-    if "overhead" in figures:
-        r = figures["overhead"]["ratio"]
-        targets.append(("overhead: database / files <= 1.3", f"{r:.3f}", r <= 1.3))
+    measured = {
+        "at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "load_average_before": load_before,
+        "load_average_after": load_average(),
+        "quick": args.quick,
+        "machine": machine(),
+    }
+    for figure in figures.values():
+        figure["measured"] = measured
+    # A run with --only replaces its own figures and keeps the others.
+    doc = json.loads(RESULTS.read_text()) if RESULTS.exists() else {}
+    doc.pop("targets", None)
+    doc.update(figures)
+    ours = [t for t in targets(doc) if t[0] in figures]
+    doc["targets"] = [
+        {"figure": key, "target": t, "measured": m, "met": ok} for key, t, m, ok in targets(doc)
+    ]
+    write_results(doc, RESULTS)
+    for _, target, measured_text, ok in ours:
+        _say(f"{'ok  ' if ok else 'MISS'} {target:<58} {measured_text}")
     if "status" in figures:
         s = figures["status"]
-        targets.append(("status on 1M pairs <= 0.3 s", f"{s['large_wall_s']:.3f} s",
-                        s["large_wall_s"] <= 0.3))  # fmt: skip
-        targets.append(("status 1M / 10k <= 1.2", f"{s['ratio']:.3f}", s["ratio"] <= 1.2))
         _say(f"     status on 1M pairs: {s['large_cpu_s']:.3f} s of CPU, CPU ratio "
              f"{s['cpu_ratio']:.3f}")  # fmt: skip
-    figures["targets"] = [{"target": t, "figure": f, "met": ok} for t, f, ok in targets]
-    (HERE / "results_store.json").write_text(json.dumps(figures, indent=2) + "\n")
-    for target, figure, ok in targets:
-        _say(f"{'ok  ' if ok else 'MISS'} {target:<58} {figure}")
-    return 0 if all(ok for _, _, ok in targets) else 1
+    return 0 if all(ok for *_, ok in ours) else 1
 
 
 if __name__ == "__main__":
