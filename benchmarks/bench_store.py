@@ -515,13 +515,6 @@ def restart(dsn: str, pgdata: Path, work: Path, restarts: int) -> dict[str, Any]
     }
 
 
-def _ldd(*args: str, cwd: Path | None = None) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        [sys.executable, "-m", "pytest_ldd", *args], cwd=cwd, env=child_env(),
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-    )  # fmt: skip
-
-
 PairKey = tuple[str, str, str, float, float]
 
 
@@ -568,7 +561,16 @@ def _session_stores(
 def _run_pair(commands: list[list[str]], cwd: Path) -> tuple[float, list[int], list[str]]:
     """Start both commands at once; (wall, exit codes, last stderr line of each)."""
     start = time.perf_counter()
-    procs = [_ldd(*c, cwd=cwd) for c in commands]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-m", "pytest_ldd", *command],
+            cwd=cwd,
+            env=child_env(),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for command in commands
+    ]
     outs = [proc.communicate(timeout=600) for proc in procs]
     wall = time.perf_counter() - start
     errors = [err.decode("utf-8", "replace").strip().splitlines() for _, err in outs]
@@ -577,6 +579,7 @@ def _run_pair(commands: list[list[str]], cwd: Path) -> tuple[float, list[int], l
 
 def merges(dsn: str, work: Path, rounds: int) -> dict[str, Any]:
     suite, folders = _session_stores(work, ("a", "b", "target"), tests=600)
+    # Three sessions: no line is in two of them, so the union is the sum.
     expected = sum((_pair_keys(_folder_pairs(f)[0]) for f in folders.values()), Counter())
     files = []
     for round_no in range(rounds):
@@ -661,15 +664,20 @@ def _dump_project(dsn: str, key: str) -> dict[str, list[tuple[Any, ...]]]:
     return dump
 
 
-def _changed(before: dict[str, Any], after: dict[str, Any]) -> int:
-    """How many files (or rows) differ, appeared or went between two dumps."""
-    if all(isinstance(v, list) for v in before.values()):
-        count = 0
-        for table in before.keys() | after.keys():
-            old, new = Counter(before.get(table, [])), Counter(after.get(table, []))
-            count += sum(((old - new) + (new - old)).values())
-        return count
+def _files_changed(before: dict[str, str], after: dict[str, str]) -> int:
+    """How many files differ, appeared or went between two :func:`_dump_folder`."""
     return sum(before.get(k) != after.get(k) for k in before.keys() | after.keys())
+
+
+def _rows_changed(
+    before: dict[str, list[tuple[Any, ...]]], after: dict[str, list[tuple[Any, ...]]]
+) -> int:
+    """How many rows differ, appeared or went between two :func:`_dump_project`."""
+    count = 0
+    for table in before.keys() | after.keys():
+        old, new = Counter(before.get(table, [])), Counter(after.get(table, []))
+        count += sum(((old - new) + (new - old)).values())
+    return count
 
 
 #: How the observation log's middle line is corrupted (each a separate import).  A line
@@ -708,7 +716,7 @@ def corrupt_import(dsn: str, work: Path) -> dict[str, Any]:
             [sys.executable, "-m", "pytest_ldd", "store", "import", str(source),
              "--project", str(suite), "--ldd-dir", str(into)], cwd=suite,
         )  # fmt: skip
-        changed = _changed(before, _dump_folder(into))
+        changed = _files_changed(before, _dump_folder(into))
         found.append(_corrupt_run(name, "files", done, changed, middle + 1))
         key = f"bench-corrupt-{uuid.uuid4().hex[:8]}"
         project = work / f"corrupt_project_{name}"
@@ -725,7 +733,7 @@ def corrupt_import(dsn: str, work: Path) -> dict[str, Any]:
                 [sys.executable, "-m", "pytest_ldd", "store", "import", str(source), *common],
                 cwd=project,
             )
-            changed = _changed(before_db, _dump_project(dsn, key))
+            changed = _rows_changed(before_db, _dump_project(dsn, key))
         finally:
             _drop(dsn, key)
         found.append(_corrupt_run(name, "db", done, changed, middle + 1))
