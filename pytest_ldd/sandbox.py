@@ -870,7 +870,7 @@ def graded_ahead(
 
 def _grade_or_error(workspace: str, *, checker: HiddenTests) -> Verdict | SandboxError:
     try:
-        return _run(workspace, _resolve_tests(checker.tests), checker.options, warm=True)
+        return _run(workspace, _resolve_tests(checker.tests), checker.options, warm=checker.warm)
     except SandboxError as exc:
         return exc
 
@@ -918,6 +918,7 @@ class HiddenTests:
 
     tests: Path
     options: _Options = field(default_factory=_Options)
+    warm: bool = True
 
     def __call__(self, episode: object, gold: object = None) -> bool:
         """True iff the hidden tests pass on the episode's workspace."""
@@ -942,7 +943,7 @@ class HiddenTests:
 
     def run(self, workspace: str | os.PathLike[str]) -> Verdict:
         """Run the hidden tests on a workspace folder and return the verdict."""
-        return _run(workspace, _resolve_tests(self.tests), self.options)
+        return _run(workspace, _resolve_tests(self.tests), self.options, warm=self.warm)
 
     @classmethod
     def from_spec(cls, spec: str, *, base: str | os.PathLike[str] | None = None) -> HiddenTests:
@@ -967,6 +968,8 @@ class HiddenTests:
             value = getattr(self.options, name)
             if value != getattr(defaults, name):
                 parts.append(f"{name}={dict(value) if name == 'env' else value!r}")
+        if not self.warm:
+            parts.append("warm=False")
         return f"hidden_tests({', '.join(parts)})"
 
 
@@ -981,13 +984,22 @@ def hidden_tests(
     limits: Limits | None = None,
     isolation: str = "inprocess",
     confinement: str = "auto",
+    warm: bool = True,
 ) -> HiddenTests:
     """The checker that grades ``episode.workspace`` with :func:`run_hidden_tests`.
 
     ``tests`` is resolved against the current folder now and must exist; the other
-    options are those of :func:`run_hidden_tests`.  Use it as
-    ``TaskSuccessMetric(check=hidden_tests("hidden/"))`` or in a ``metric`` marker.
+    options are those of :func:`run_hidden_tests`.  With ``warm`` (the default) each
+    verdict is forked from this process's zygote, as :func:`grade_many` does (a
+    session grading many episodes imports pytest once, once per xdist worker), and
+    starts cold where that cannot be, saying so in its reason; the verdicts are
+    those of a cold start.  Use it as ``TaskSuccessMetric(check=hidden_tests("hidden/"))``
+    or in a ``metric`` marker.
     """
+    start: object = warm
+    if not isinstance(start, bool):
+        msg = f"'warm' must be a bool (got {start!r})"
+        raise SandboxError(msg)
     options = _Options.build(
         timeout=timeout,
         python=python,
@@ -998,4 +1010,4 @@ def hidden_tests(
         isolation=isolation,
         confinement=confinement,
     )
-    return HiddenTests(_resolve_tests(tests), options)
+    return HiddenTests(_resolve_tests(tests), options, warm)

@@ -365,3 +365,24 @@ def test_evaluate_progress_counts_the_corpus(
     evaluate(TaskSuccessMetric(check=hidden_tests(tests)), episodes, [None] * 4, progress=True)
     err = capsys.readouterr().err
     assert "graded 2/2: 1 passed, 1 failed, 0 inconclusive" in err, err
+
+
+def test_the_checker_starts_warm_and_grades_as_a_cold_start(tmp_path: Path) -> None:
+    episodes, tests = _corpus(tmp_path)
+    warm, cold = hidden_tests(tests), hidden_tests(tests, warm=False)
+    assert repr(cold) == f"hidden_tests({str(tests)!r}, warm=False)"
+    assert repr(warm) == f"hidden_tests({str(tests)!r})"
+    cold_verdicts = [cold.verdict_for(ep) for ep in episodes]
+    assert zygotes._all == []  # a cold checker made no zygote
+    warm_verdicts = [warm.verdict_for(ep) for ep in episodes]
+    assert len(zygotes._all) == 1  # one zygote, reused by every verdict of the checker
+    assert [v.passed for v in warm_verdicts] == [v.passed for v in cold_verdicts]
+    assert [v.passed for v in warm_verdicts] == [True, False, True, False]
+    assert all(COLD_START not in v.reason for v in warm_verdicts)
+
+
+@pytest.mark.parametrize("warm", [1, "yes", None])
+def test_the_checkers_warm_must_be_a_bool(tmp_path: Path, warm: object) -> None:
+    _, tests = _corpus(tmp_path)
+    with pytest.raises(SandboxError, match=r"'warm' must be a bool \(got"):
+        hidden_tests(tests, warm=warm)  # type: ignore[arg-type]
