@@ -110,7 +110,7 @@ def render(doc: dict[str, Any]) -> str:
 _OWN_RUNS = (
     ("isolation", "sandbox.process_isolation_*"),
     ("confinement", "sandbox.confinement_*"),
-    ("real_suites", "sandbox.real_suite_ratio_*"),
+    ("real_suites", "sandbox.real_suite_*"),
 )
 
 
@@ -198,6 +198,22 @@ def _real_suites(doc: dict[str, Any]) -> str:
             f"{suite['verdict_median_s']:.2f} s | {suite['ratio']:.2f}x | "
             f"{suite['twins_per_test']:.2f} ({suite['tests_with_a_twin']} tests with a twin) |"
         )
+    suites = real["suites"].items()
+    process = {name: suite for name, suite in suites if "process_median_s" in suite}
+    if process:
+        lines += [
+            "",
+            "In process isolation (the suites it grades as plain pytest does, or"
+            " inconclusively):",
+            "",
+            "| suite | in-process verdict | process verdict | process / in-process |",
+            "|---|---|---|---|",
+        ]
+        for name, suite in process.items():
+            lines.append(
+                f"| {name} | {suite['verdict_median_s']:.2f} s | "
+                f"{suite['process_median_s']:.2f} s | {suite['process_vs_inprocess']:.2f}x |"
+            )
     probes = real["probes"]
     lines += [
         "",

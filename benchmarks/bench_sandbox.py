@@ -415,6 +415,10 @@ REAL_SUITE_TARGET_RATIO = 1.25
 REAL_SUITE_FLOOR_RATIO = 1.5
 _SUITES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "suites"
 REAL_SUITES = ("iniconfig", "pluggy", "boltons", "attrs", "more_itertools")
+# The suites process isolation grades as plain pytest does, or inconclusively
+# (tests/sandbox/test_real_suites_process.py): each gets a third arm, process / inprocess.
+PROCESS_SUITES = ("iniconfig", "pluggy")
+PROCESS_TARGET_RATIO = 2.0
 PROBE_CALLS = 20_000
 
 
@@ -450,8 +454,9 @@ def run_real_suites(quick: bool, names: tuple[str, ...] = REAL_SUITES) -> dict[s
     Per suite, interleaved: ``verdict`` is ``run_hidden_tests(library, its suite)`` in
     the default isolation (``inprocess``, confined where the kernel has Landlock),
     from the call to the verdict; ``plain`` is ``python -m pytest`` on the same files
-    as the library's authors run it (the library on ``PYTHONPATH``, installed plugins
-    autoloaded, ``-p no:ldd``), spawn to exit.  Target: ``verdict / plain <= 1.25``
+    as the library's authors run it (the library on ``PYTHONPATH``, ``-p no:ldd``),
+    with plugin autoload off as in the sandbox, spawn to exit; ``process`` (for
+    :data:`PROCESS_SUITES`) is the verdict under ``isolation="process"``.  Target: ``verdict / plain <= 1.25``
     per suite (floor 1.5).  The verdict's outcomes must match plain pytest's exit code
     (a verdict that is tampered or inconclusive on an honest suite stops the run).
     """
@@ -464,7 +469,16 @@ def run_real_suites(quick: bool, names: tuple[str, ...] = REAL_SUITES) -> dict[s
             workspace, hidden = _stage_real_suite(name, root)
             tests = sorted(p.name for p in hidden.iterdir())
             plain_command = pytest_command("-q", "-p", "no:ldd", "--rootdir", str(hidden), *tests)
-            env = child_env({"PYTHONPATH": str(workspace), "PYTHONDONTWRITEBYTECODE": "1"})
+            # Plugin autoload off, as the sandbox runs hidden tests (and as the real-suite
+            # tests' plain baseline does): the plugins installed beside pytest-ldd are no
+            # part of a suite's cost, and with them loaded the figure would measure them.
+            env = child_env(
+                {
+                    "PYTHONPATH": str(workspace),
+                    "PYTHONDONTWRITEBYTECODE": "1",
+                    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+                }
+            )
 
             def verdict_arm(workspace: Path = workspace, hidden: Path = hidden) -> float:
                 start = time.perf_counter()
@@ -479,9 +493,19 @@ def run_real_suites(quick: bool, names: tuple[str, ...] = REAL_SUITES) -> dict[s
                           env: dict[str, str] = env) -> float:  # fmt: skip
                 return run_child(command, cwd=hidden, env=env, timeout=900).check(0, 1).wall_s
 
-            comparison = interleave(
-                [Arm("verdict", verdict_arm), Arm("plain", plain_arm)], repetitions, warmup=0
-            )
+            def process_arm(workspace: Path = workspace, hidden: Path = hidden) -> float:
+                start = time.perf_counter()
+                verdict = run_hidden_tests(workspace, hidden, timeout=900, isolation="process")
+                elapsed = time.perf_counter() - start
+                if verdict.tampered:
+                    msg = f"an honest real suite must never be called tampered: {verdict.reason}"
+                    raise RuntimeError(msg)
+                return elapsed
+
+            arms = [Arm("verdict", verdict_arm), Arm("plain", plain_arm)]
+            if name in PROCESS_SUITES:
+                arms.append(Arm("process", process_arm))
+            comparison = interleave(arms, repetitions, warmup=0)
             ratio = comparison.ratio("verdict", "plain")
             figures[name] = {
                 "verdict_median_s": comparison.median("verdict"),
@@ -490,6 +514,22 @@ def run_real_suites(quick: bool, names: tuple[str, ...] = REAL_SUITES) -> dict[s
                 **_twins_per_test(hidden, workspace, root / name),
                 "arms": comparison.to_json("s"),
             }
+            if name in PROCESS_SUITES:
+                process_ratio = comparison.ratio("process", "verdict")
+                figures[name]["process_median_s"] = comparison.median("process")
+                figures[name]["process_vs_inprocess"] = process_ratio
+                targets.append(
+                    {
+                        "name": f"real_suite_process_ratio_{name}",
+                        "value": process_ratio,
+                        "limit": PROCESS_TARGET_RATIO,
+                        "unit": "x",
+                        "what": (
+                            f"median verdict in process isolation / in-process, {name}'s own"
+                            " suite graded against it"
+                        ),
+                    }
+                )
             targets.append(
                 {
                     "name": f"real_suite_ratio_{name}",

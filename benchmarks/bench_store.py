@@ -87,6 +87,20 @@ def _pyproject_with_key(suite: Path, key: str) -> None:
     path.write_text(f'[tool.ldd]\nproject = "{key}"\n\n{text}')
 
 
+def _database_project(suite: Path, project: Path, dsn: str, key: str, target: Path) -> list[str]:
+    """A copy of ``suite`` (no tests) keyed ``key`` in the database, holding ``target``'s pairs.
+
+    Returns the ``ldd`` options that name it: ``--project`` and ``--store``.
+    """
+    shutil.copytree(suite, project, ignore=shutil.ignore_patterns("test_*", "__pycache__"))
+    _pyproject_with_key(project, key)
+    common = ["--project", str(project), "--store", dsn]
+    run_child(
+        [sys.executable, "-m", "pytest_ldd", "store", "import", str(target), *common], cwd=project
+    ).check(0)
+    return common
+
+
 def _drop(dsn: str, key: str) -> None:
     from pytest_ldd.store.postgres import PostgresStore
 
@@ -599,14 +613,8 @@ def merges(dsn: str, work: Path, rounds: int) -> dict[str, Any]:
     for round_no in range(rounds):
         key = f"bench-import-{uuid.uuid4().hex[:8]}"
         project = work / f"import_project{round_no}"
-        shutil.copytree(suite, project, ignore=shutil.ignore_patterns("test_*", "__pycache__"))
-        _pyproject_with_key(project, key)
-        common = ["--project", str(project), "--store", dsn]
         try:
-            run_child(
-                [sys.executable, "-m", "pytest_ldd", "store", "import", str(folders["target"]),
-                 *common], cwd=project,
-            ).check(0)  # fmt: skip
+            common = _database_project(suite, project, dsn, key, folders["target"])
             wall, codes, errors = _run_pair(
                 [["store", "import", str(folders[name]), *common] for name in ("a", "b")],
                 project,
@@ -720,14 +728,8 @@ def corrupt_import(dsn: str, work: Path) -> dict[str, Any]:
         found.append(_corrupt_run(name, "files", done, changed, middle + 1))
         key = f"bench-corrupt-{uuid.uuid4().hex[:8]}"
         project = work / f"corrupt_project_{name}"
-        shutil.copytree(suite, project, ignore=shutil.ignore_patterns("test_*", "__pycache__"))
-        _pyproject_with_key(project, key)
-        common = ["--project", str(project), "--store", dsn]
         try:
-            run_child(
-                [sys.executable, "-m", "pytest_ldd", "store", "import", str(folders["target"]),
-                 *common], cwd=project,
-            ).check(0)  # fmt: skip
+            common = _database_project(suite, project, dsn, key, folders["target"])
             before_db = _dump_project(dsn, key)
             done = run_child(
                 [sys.executable, "-m", "pytest_ldd", "store", "import", str(source), *common],
