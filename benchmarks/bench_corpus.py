@@ -11,7 +11,9 @@ test file that calls the problem's ``check``.  In one run, arm after arm:
   default confinement), 1 and N workers, each run forked from a zygote;
 - ``cold``: :func:`pytest_ldd.sandbox.run_hidden_tests`, serially, on a subset
   (a cold verdict costs some twenty times a warm one);
-- ``cold_process``: the same under ``isolation="process"`` (no warm start there yet).
+- ``cold_process``: the same under ``isolation="process"``;
+- ``warm_process_N``: ``grade_many(isolation="process")``, N workers, each judge
+  forked from a zygote (each subject a fresh process).
 
 Every verdict of every arm is checked against the expectation: the canonical
 completions all pass, the wrong ones (``wrong.jsonl``) all fail; a verdict that
@@ -50,6 +52,7 @@ from pytest_ldd.sandbox import COLD_START, grade_many, run_hidden_tests
 HERE = Path(__file__).resolve().parent
 TARGET_INPROCESS = 0.25  # warm / unsafe verdicts/s, same workers, inprocess
 TARGET_MEDIAN_S = 0.100  # a warm verdict's median wall time
+TARGET_PROCESS = 1.0  # warm / unsafe verdicts/s, same workers, process isolation (floor 0.5)
 
 
 # -- the reference: an unsafe exec-in-fork harness, as the public one is ----------------
@@ -129,14 +132,16 @@ def _arm(
     return figure
 
 
-def run_warm(prepared: dict[str, Any], workers: int) -> dict[str, Any]:
+def run_warm(
+    prepared: dict[str, Any], workers: int, isolation: str = "inprocess"
+) -> dict[str, Any]:
     zygotes.shutdown()
     items, expected = prepared["items"], prepared["expected"]
     index = {id(item): i for i, item in enumerate(items)}
     results: list[bool] = [False] * len(items)
     durations, cold, peaks = [], 0, []
     started = time.perf_counter()
-    for item, verdict in grade_many(items, workers=workers):
+    for item, verdict in grade_many(items, workers=workers, isolation=isolation):
         results[index[id(item)]] = verdict.passed
         durations.append(verdict.duration_s)
         cold += COLD_START in verdict.reason
@@ -145,7 +150,7 @@ def run_warm(prepared: dict[str, Any], workers: int) -> dict[str, Any]:
     peaks = [z.child_peak_rss for z in zygotes._all if z.child_peak_rss]
     zygotes.shutdown()
     return _arm(
-        f"warm_{workers}",
+        f"warm_{workers}" if isolation == "inprocess" else f"warm_{isolation}_{workers}",
         seconds,
         results,
         expected,
@@ -245,6 +250,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "warm_1": run_warm(prepared, 1),
             f"unsafe_{n}": run_unsafe(prepared, n),
             f"warm_{n}": run_warm(prepared, n),
+            f"warm_process_{n}": run_warm(prepared, n, "process"),
             "cold": run_cold(prepared, args.cold, "inprocess"),
             "cold_process": run_cold(prepared, args.cold, "process"),
         }
@@ -256,6 +262,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
         for w in (1, n)
     }
+    ratios[f"warm_process_{n}_vs_unsafe_{n}"] = round(
+        arms[f"warm_process_{n}"]["verdicts_per_s"] / arms[f"unsafe_{n}"]["verdicts_per_s"], 3
+    )
+    ratios[f"warm_process_{n}_vs_cold_process"] = round(
+        arms[f"warm_process_{n}"]["verdicts_per_s"] / arms["cold_process"]["verdicts_per_s"], 2
+    )
     ratios["warm_1_vs_cold"] = round(
         arms["warm_1"]["verdicts_per_s"] / arms["cold"]["verdicts_per_s"], 2
     )
@@ -265,6 +277,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             name: {"value": value, "limit": TARGET_INPROCESS, "met": value >= TARGET_INPROCESS}
             for name, value in ratios.items()
             if name.endswith(("unsafe_1", f"unsafe_{n}"))
+        },
+        f"warm_process_{n}_vs_unsafe_{n}": {
+            "value": ratios[f"warm_process_{n}_vs_unsafe_{n}"],
+            "limit": TARGET_PROCESS,
+            "met": ratios[f"warm_process_{n}_vs_unsafe_{n}"] >= TARGET_PROCESS,
         },
         "warm_median_verdict_s": {
             "value": median,

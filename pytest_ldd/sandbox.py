@@ -40,7 +40,7 @@ from typing import Any, TypeVar, final
 from pytest_ldd._sandbox import confinement
 from pytest_ldd._sandbox import warm as zygotes
 from pytest_ldd._sandbox.channel import OUTCOMES, ChannelLog, read_channel
-from pytest_ldd._sandbox.isolation import check_isolation, stage_judge
+from pytest_ldd._sandbox.isolation import JUDGE_FILES, check_isolation, stage_judge
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.leftovers import Snapshot, compare, remove_tree, snapshot
 from pytest_ldd._sandbox.limits import Limits
@@ -595,8 +595,6 @@ def _cold_because(options: _Options) -> str | None:
     why = zygotes.unavailable()
     if why is not None:
         return why
-    if options.isolation != "inprocess":
-        return f"isolation={options.isolation!r} has no warm start"
     if options.python is not None:
         return "an interpreter or wrapper of the caller's starts cold"
     return None
@@ -612,8 +610,13 @@ def _run_warm(
     the run is graded again, cold, in a folder staged afresh (the lost child may
     have written in this one), never lost.
     """
+    # Process isolation forks its judge (never agent code); the judge starts the subject.
+    files: tuple[str, ...] = _RUNNER_FILES
+    kind = "runner"
+    if options.isolation == "process":
+        files, kind = (*_RUNNER_FILES, *JUDGE_FILES), "judge"
     try:
-        zygote = zygotes.acquire(options.interpreter()[0], _RUNNER_FILES)
+        zygote = zygotes.acquire(options.interpreter()[0], files, kind)
     except (OSError, zygotes.ZygoteLost) as exc:
         return None, f"the zygote could not start: {exc}"
     try:
@@ -730,11 +733,12 @@ def grade_many(
     options gives, and keeps its own ``timeout``: a workspace that hangs or eats
     memory holds up one worker, never the others.  With ``warm`` (the default) each
     run is forked from a zygote of this process that imported pytest and the runner
-    once (one zygote per worker, made when first needed, reused, stopped at exit);
-    where that cannot be (not Linux, ``isolation="process"``, a ``python`` of the
-    caller's, a zygote that does not start) the run starts cold and its reason ends
-    with ``"(started cold: why)"``; a zygote lost during a run is replaced and that
-    run graded again, cold.  ``progress`` draws a progress line on standard error
+    once (one zygote per worker and isolation, made when first needed, reused,
+    stopped at exit; in ``isolation="process"`` the judge is forked, and it starts a
+    fresh subject for the workspace's code); where that cannot be (not Linux, a
+    ``python`` of the caller's, a zygote that does not start) the run starts cold and
+    its reason ends with ``"(started cold: why)"``; a zygote lost during a run is
+    replaced and that run graded again, cold.  ``progress`` draws a progress line on standard error
     (default: only when it is a terminal).  A set-up problem of one item (a missing
     tests folder) raises :class:`SandboxError` when its turn to be yielded comes.
     """

@@ -19,12 +19,13 @@ from typing import Any
 from pytest_ldd._sandbox.subject import BOOTSTRAP
 from pytest_ldd.errors import SandboxError
 
-__all__ = ["ISOLATIONS", "check_isolation", "stage_judge"]
+__all__ = ["ISOLATIONS", "JUDGE_FILES", "check_isolation", "stage_judge"]
 
 ISOLATIONS = ("process", "inprocess")
 _HERE = Path(__file__).parent
-# The runner's own files (runner.py, confinement.py, integrity.py) are staged already.
-_FILES = (
+# The judge's files, staged beside the runner's own (runner.py, confinement.py,
+# integrity.py, staged already), and copied into a judge's zygote.
+JUDGE_FILES = (
     "judge_runner.py", "wire.py", "handles.py", "stubs.py", "calls.py", "boot.py", "rng.py",
     "proxies.py", "subject.py",
 )  # fmt: skip
@@ -51,7 +52,7 @@ def stage_judge(
 
     ``confine`` is the confinement policy the subject applies to itself.
     """
-    for name in _FILES:
+    for name in JUDGE_FILES:
         (runner_dir / name).write_bytes((_HERE / name).read_bytes())
     if not sys.executable:
         msg = "isolation='process' needs this interpreter's executable for the judge process"

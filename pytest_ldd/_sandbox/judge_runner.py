@@ -40,6 +40,9 @@ from typing import Any
 _HERE = Path(__file__).resolve().parent
 # The modules of process isolation, in the order they load (each may use the earlier).
 _JUDGE_MODULES = ("wire", "handles", "stubs", "calls", "boot", "rng", "proxies")
+# What a zygote loaded once (see :func:`warm_up`): the judge's modules by their names
+# in ``sys.modules`` and, under "sources", the subject's files.  Empty in a cold judge.
+_WARM: dict[str, Any] = {}
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -74,6 +77,24 @@ def _conversation_s(timeout: float) -> float:
     return timeout - min(2.0, 0.2 * timeout)
 
 
+def warm_up(runner: ModuleType) -> None:
+    """In a zygote (``zygote.py``): load the judge's modules and the subject's files once.
+
+    A judge forked from that zygote then reads no file of its folder: a later change
+    to it cannot reach a run.  ``runner`` is the runner module the zygote loaded.
+    """
+    _WARM["_ldd_runner"] = runner
+    for name in _JUDGE_MODULES:
+        _WARM[f"_ldd_{name}"] = _load(f"_ldd_{name}", _HERE / f"{name}.py")
+    _WARM["sources"] = _subject_sources(_WARM["_ldd_boot"])
+
+
+def _subject_sources(boot: ModuleType) -> dict[str, bytes]:
+    # The subject confines itself first, then loads the modules it serves with.
+    names = ("confinement", *boot.SUBJECT_MODULES)
+    return {name: (_HERE / f"{name}.py").read_bytes() for name in names}
+
+
 def main() -> int:
     """Judge the hidden tests as the parent's settings say; return pytest's exit code."""
     started = time.monotonic()
@@ -81,9 +102,10 @@ def main() -> int:
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
-    runner = _load("_ldd_runner", _HERE / "runner.py")
+    runner = _WARM.get("_ldd_runner") or _load("_ldd_runner", _HERE / "runner.py")
     for name in _JUDGE_MODULES:
-        _load(f"_ldd_{name}", _HERE / f"{name}.py")
+        if f"_ldd_{name}" not in _WARM:
+            _load(f"_ldd_{name}", _HERE / f"{name}.py")
     proxies = sys.modules["_ldd_proxies"]
     boot = sys.modules["_ldd_boot"]
     runner._apply_limits(settings["limits"])
@@ -96,9 +118,7 @@ def main() -> int:
     guard_rewrite = runner.guard_suite(settings, channel, refuse=settings["writable"])
     _not_dumpable()
     subject = settings["subject"]
-    # The subject confines itself first, then loads the modules it serves with.
-    names = ("confinement", *boot.SUBJECT_MODULES)
-    sources = {name: (_HERE / f"{name}.py").read_bytes() for name in names}
+    sources = _WARM.get("sources") or _subject_sources(boot)
     try:
         connection = proxies.Connection.start(
             subject["argv"],

@@ -64,8 +64,10 @@ def unavailable() -> str | None:
 class Zygote:
     """One warm interpreter that forks a child per run; one run at a time."""
 
-    def __init__(self, python: str, runner_files: Sequence[str]) -> None:
+    def __init__(self, python: str, runner_files: Sequence[str], kind: str = "runner") -> None:
         self.python = python
+        #: What its children run: "runner" (in-process) or "judge" (process isolation).
+        self.kind = kind
         self.folder = Path(tempfile.mkdtemp(prefix="ldd-zygote-"))
         try:
             for name in (*runner_files, "zygote.py"):
@@ -94,6 +96,7 @@ class Zygote:
                     "utf8",
                     str(self.folder / "zygote.py"),
                     str(theirs.fileno()),
+                    kind,
                 ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
@@ -157,7 +160,10 @@ class Zygote:
     ) -> ChildRun:
         """Fork a child that runs the runner with ``settings``; watch it as a cold one."""
         pipes = Pipes.open()
-        request = json.dumps({"cwd": str(cwd), "env": dict(env), "runner": str(runner)}).encode()
+        script = "judge_runner" if self.kind == "judge" else "runner"
+        request = json.dumps(
+            {"cwd": str(cwd), "env": dict(env), "runner": str(runner), "script": script}
+        ).encode()
         fds = array.array("i", [pipes.child_in, pipes.child_out, pipes.child_channel])
         try:
             self._socket.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
@@ -268,20 +274,23 @@ class _Forked:
 
 
 _lock = threading.Lock()
-_idle: dict[str, list[Zygote]] = {}
+_idle: dict[tuple[str, str], list[Zygote]] = {}
 _all: list[Zygote] = []
 
 
-def acquire(python: str, runner_files: Sequence[str]) -> Zygote:
-    """A zygote of ``python`` for one run: an idle one of this process, or a new one."""
+def acquire(python: str, runner_files: Sequence[str], kind: str = "runner") -> Zygote:
+    """A zygote of ``python`` and ``kind`` for one run: an idle one of this process, or new.
+
+    ``runner_files`` are the files its folder needs (``zygote.py`` is added).
+    """
     with _lock:
-        idle = _idle.setdefault(python, [])
+        idle = _idle.setdefault((python, kind), [])
         while idle:
             zygote = idle.pop()
             if zygote.alive():
                 return zygote
             _discard(zygote)
-    zygote = Zygote(python, runner_files)
+    zygote = Zygote(python, runner_files, kind)
     with _lock:
         if not _all:
             atexit.register(shutdown)
@@ -293,7 +302,7 @@ def release(zygote: Zygote, *, healthy: bool) -> None:
     """Give a zygote back after a run; one that failed is stopped instead."""
     if healthy and zygote.alive():
         with _lock:
-            _idle.setdefault(zygote.python, []).append(zygote)
+            _idle.setdefault((zygote.python, zygote.kind), []).append(zygote)
         return
     with _lock:
         _discard(zygote)

@@ -5,6 +5,10 @@ and starts it as ``python -I -B -X utf8 zygote.py FD`` (the same flags as the ru
 ``FD`` one end of a Unix socket pair.  The zygote imports pytest, every plugin pytest
 loads by default, the runner and the modules the runner loads beside it, and then
 waits.  It never runs workspace code, hidden tests or pytest itself: it only forks.
+Started as ``zygote.py FD judge`` it is the zygote of process isolation's judge: it
+also loads ``judge_runner.py``, the modules of process isolation and the subject's
+files (``judge_runner.warm_up``), and its children run the judge's ``main()``, which
+starts a fresh subject process of its own for the workspace's code.
 
 Per run the parent sends one request (a JSON line: the run's folder and environment)
 with three file descriptors attached (``SCM_RIGHTS``): the read end of the child's
@@ -65,8 +69,13 @@ def _load(name: str) -> types.ModuleType:
     return module
 
 
-def warm_up() -> types.ModuleType:
-    """Import pytest, its default plugins and the runner; return the runner module."""
+def warm_up(kind: str = "runner") -> types.ModuleType:
+    """Import pytest, its default plugins and the runner; return the module a child runs.
+
+    ``kind`` is ``"runner"`` (the in-process runner) or ``"judge"`` (the judge of
+    process isolation, ``judge_runner.py``, whose modules and subject files are then
+    loaded here too).
+    """
     import pytest  # noqa: F401 - the point is to have imported it
     from _pytest.config import default_plugins
 
@@ -82,6 +91,10 @@ def warm_up() -> types.ModuleType:
     # The child uses the modules loaded here, never a file: the zygote's folder could
     # have been changed since (under confinement "none"), the copies in memory not.
     vars(runner)["load_sibling"] = loaded.__getitem__
+    if kind == "judge":
+        judge = _load("judge_runner")
+        vars(judge)["warm_up"](runner)
+        return judge
     return runner
 
 
@@ -107,7 +120,7 @@ def _child(
         import tempfile
 
         tempfile.tempdir = None  # taken again from TMPDIR, the run's own
-        sys.argv = [os.path.join(request["runner"], "runner.py")]
+        sys.argv = [os.path.join(request["runner"], f"{request.get('script', 'runner')}.py")]
         # A cold runner is __main__: so is this one, for whatever looks there.
         sys.modules["__main__"] = runner
         status = runner.main()
@@ -181,7 +194,7 @@ def serve(runner: types.ModuleType, control: socket.socket) -> None:
 def main() -> int:
     """Warm up, say so, then serve the parent's requests."""
     control = socket.socket(fileno=int(sys.argv[1]))
-    runner = warm_up()
+    runner = warm_up(sys.argv[2] if len(sys.argv) > 2 else "runner")
     # What the zygote made lives as long as it does: keep the collector off it, so
     # that a child's collections (pytest runs several as it ends) walk only what the
     # child made, and the pages stay shared instead of being copied to mark them.

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 from test_redteam import CASES, LANDLOCK, Case, _fill
 
-from pytest_ldd.sandbox import Limits, run_hidden_tests
+from pytest_ldd._sandbox import warm as zygotes
+from pytest_ldd.sandbox import COLD_START, Limits, grade_many, run_hidden_tests
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -111,9 +112,12 @@ def _id(case: ProcessCase) -> str:
     return f"{case.name}-{case.variant}" if case.variant else case.name
 
 
+@pytest.mark.parametrize("start", ["cold", "warm"])
 @pytest.mark.parametrize("case", PROCESS, ids=_id)
-def test_process_isolation_closes_the_attack(case: ProcessCase) -> None:
-    _close(case, confinement="auto")
+def test_process_isolation_closes_the_attack(case: ProcessCase, start: str) -> None:
+    """Every case, started cold (``run_hidden_tests``) and with its judge forked from a
+    zygote (``grade_many``): the warm start must hold against every attack too."""
+    _close(case, confinement="auto", warm=start == "warm")
 
 
 @pytest.mark.parametrize("case", PROCESS_UNCONFINED, ids=_id)
@@ -121,17 +125,26 @@ def test_without_confinement_the_process_attack_is_detected(case: ProcessCase) -
     _close(case, confinement="none")
 
 
-def _close(case: ProcessCase, *, confinement: str) -> None:
+def _close(case: ProcessCase, *, confinement: str, warm: bool = False) -> None:
     started = time.monotonic()
     timeout = case.timeouts.get(case.variant, case.timeout)
-    verdict = run_hidden_tests(
-        case.workspace,
-        case.hidden,
-        timeout=timeout,
-        env=case.env,
-        isolation="process",
-        confinement=confinement,
-    )
+    options: dict[str, Any] = {
+        "timeout": timeout,
+        "env": case.env,
+        "isolation": "process",
+        "confinement": confinement,
+    }
+    if warm:
+        # A zygote of this case's own, stopped after it: no zygote serves two cases.
+        zygotes.shutdown()
+        try:
+            ((_, verdict),) = grade_many([(case.workspace, case.hidden)], **options)
+            assert [z.kind for z in zygotes._all] == ["judge"], "the judge did not start warm"
+        finally:
+            zygotes.shutdown()
+        assert COLD_START not in verdict.reason, verdict.reason
+    else:
+        verdict = run_hidden_tests(case.workspace, case.hidden, **options)
     elapsed = time.monotonic() - started
     confined = confinement == "auto" and LANDLOCK
     assert verdict.confinement == ("landlock" if confined else "none")

@@ -178,7 +178,6 @@ def test_a_zygote_lost_mid_run_costs_no_verdict(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("options", "why"),
     [
-        ({"isolation": "process"}, "isolation='process' has no warm start"),
         ({"python": sys.executable}, "an interpreter or wrapper of the caller's starts cold"),
         ({"warm": False}, None),
     ],
@@ -386,3 +385,85 @@ def test_the_checkers_warm_must_be_a_bool(tmp_path: Path, warm: object) -> None:
     _, tests = _corpus(tmp_path)
     with pytest.raises(SandboxError, match=r"'warm' must be a bool \(got"):
         hidden_tests(tests, warm=warm)  # type: ignore[arg-type]
+
+
+# Process isolation starts warm too: its judge (pytest, never the workspace's code) is
+# forked from a zygote of its own kind; each verdict's subject is a fresh process.
+
+
+def test_process_isolation_forks_its_judge_warm_and_grades_as_cold(tmp_path: Path) -> None:
+    good = _pair(tmp_path, "good", {"calc.py": CALC})
+    bad = _pair(tmp_path, "bad", {"calc.py": CALC.replace("a + b", "a - b")})
+    verdicts = dict(grade_many([good, bad, good], workers=1, isolation="process"))
+    assert [z.kind for z in zygotes._all] == ["judge"]  # one zygote, reused, of the judge
+    for pair, warm in verdicts.items():
+        cold = run_hidden_tests(*pair, isolation="process")
+        assert (warm.passed, dict(warm.outcomes), warm.tampered, warm.inconclusive) == (
+            cold.passed,
+            dict(cold.outcomes),
+            cold.tampered,
+            cold.inconclusive,
+        )
+        assert COLD_START not in warm.reason, warm.reason
+        assert warm.confinement == cold.confinement
+    assert verdicts[good].passed
+    assert not verdicts[bad].passed
+
+
+def test_both_isolations_keep_zygotes_of_their_own(tmp_path: Path) -> None:
+    pair = _pair(tmp_path, "p", {"calc.py": CALC})
+    for isolation in ("inprocess", "process", "inprocess", "process"):
+        ((_, verdict),) = list(grade_many([pair], isolation=isolation))
+        assert verdict.passed, verdict.reason
+        assert COLD_START not in verdict.reason
+    assert sorted(z.kind for z in zygotes._all) == ["judge", "runner"]
+
+
+# A first workspace, graded in process isolation, plants what its subject can; the next
+# verdict on the same judge zygote looks for it from the hidden test (the judge) and
+# from the workspace's code (its own subject).
+PROCESS_PLANTER = """
+import builtins, os, sys, types
+
+def add(a, b):
+    return a + b
+
+planted = types.ModuleType("planted_by_a")
+sys.modules["planted_by_a"] = planted
+builtins.PLANTED = "a"
+os.environ["PLANTED"] = "a"
+"""
+PROCESS_LOOKER = """
+import builtins, os, sys
+
+def add(a, b):
+    return a + b
+
+def leftovers():
+    return [
+        "planted_by_a" in sys.modules,
+        hasattr(builtins, "PLANTED"),
+        "PLANTED" in os.environ,
+    ]
+"""
+PROCESS_LOOKING = """
+import builtins, os, sys
+from calc import add, leftovers
+
+
+def test_nothing_planted():
+    assert add(2, 3) == 5
+    assert leftovers() == [False, False, False]
+    assert "planted_by_a" not in sys.modules
+    assert not hasattr(builtins, "PLANTED")
+    assert "PLANTED" not in os.environ
+"""
+
+
+def test_nothing_a_workspace_plants_reaches_the_next_process_verdict(tmp_path: Path) -> None:
+    first = _pair(tmp_path, "a", {"calc.py": PROCESS_PLANTER})
+    second = _pair(tmp_path, "b", {"calc.py": PROCESS_LOOKER}, PROCESS_LOOKING)
+    graded = dict(grade_many([first, second], workers=1, isolation="process"))
+    assert len(zygotes._all) == 1
+    assert graded[first].passed, graded[first].reason
+    assert graded[second].passed, graded[second].reason + graded[second].output_tail[-2000:]
