@@ -456,9 +456,10 @@ def run_real_suites(quick: bool, names: tuple[str, ...] = REAL_SUITES) -> dict[s
     from the call to the verdict; ``plain`` is ``python -m pytest`` on the same files
     as the library's authors run it (the library on ``PYTHONPATH``, ``-p no:ldd``),
     with plugin autoload off as in the sandbox, spawn to exit; ``process`` (for
-    :data:`PROCESS_SUITES`) is the verdict under ``isolation="process"``.  Target: ``verdict / plain <= 1.25``
-    per suite (floor 1.5).  The verdict's outcomes must match plain pytest's exit code
-    (a verdict that is tampered or inconclusive on an honest suite stops the run).
+    :data:`PROCESS_SUITES`) is the verdict under ``isolation="process"``.  Target:
+    ``verdict / plain <= 1.25`` per suite (floor 1.5).  The verdict's outcomes must
+    match plain pytest's exit code (a verdict that is tampered or inconclusive on an
+    honest suite stops the run).
     """
     repetitions = 2 if quick else 3
     figures: dict[str, Any] = {}

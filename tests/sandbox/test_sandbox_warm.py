@@ -52,12 +52,13 @@ def _pair(
     return ws, tests
 
 
-def test_warm_verdicts_equal_cold_ones(tmp_path: Path) -> None:
+def _graded_warm_as_cold(tmp_path: Path, *, repeat: int, isolation: str) -> None:
+    """A good and a bad workspace, graded warm (``repeat`` rounds) and cold: the same."""
     good = _pair(tmp_path, "good", {"calc.py": CALC})
     bad = _pair(tmp_path, "bad", {"calc.py": CALC.replace("a + b", "a - b")})
-    verdicts = dict(grade_many([good, bad], workers=1))
+    verdicts = dict(grade_many([good, bad] * repeat, workers=1, isolation=isolation))
     for pair, warm in verdicts.items():
-        cold = run_hidden_tests(*pair)
+        cold = run_hidden_tests(*pair, isolation=isolation)
         assert (warm.passed, dict(warm.outcomes), warm.tampered, warm.inconclusive) == (
             cold.passed,
             dict(cold.outcomes),
@@ -68,6 +69,10 @@ def test_warm_verdicts_equal_cold_ones(tmp_path: Path) -> None:
         assert warm.confinement == cold.confinement
     assert verdicts[good].passed
     assert not verdicts[bad].passed
+
+
+def test_warm_verdicts_equal_cold_ones(tmp_path: Path) -> None:
+    _graded_warm_as_cold(tmp_path, repeat=1, isolation="inprocess")
     assert len(zygotes._all) == 1  # one worker, one zygote, reused
 
 
@@ -392,22 +397,8 @@ def test_the_checkers_warm_must_be_a_bool(tmp_path: Path, warm: object) -> None:
 
 
 def test_process_isolation_forks_its_judge_warm_and_grades_as_cold(tmp_path: Path) -> None:
-    good = _pair(tmp_path, "good", {"calc.py": CALC})
-    bad = _pair(tmp_path, "bad", {"calc.py": CALC.replace("a + b", "a - b")})
-    verdicts = dict(grade_many([good, bad, good], workers=1, isolation="process"))
+    _graded_warm_as_cold(tmp_path, repeat=2, isolation="process")
     assert [z.kind for z in zygotes._all] == ["judge"]  # one zygote, reused, of the judge
-    for pair, warm in verdicts.items():
-        cold = run_hidden_tests(*pair, isolation="process")
-        assert (warm.passed, dict(warm.outcomes), warm.tampered, warm.inconclusive) == (
-            cold.passed,
-            dict(cold.outcomes),
-            cold.tampered,
-            cold.inconclusive,
-        )
-        assert COLD_START not in warm.reason, warm.reason
-        assert warm.confinement == cold.confinement
-    assert verdicts[good].passed
-    assert not verdicts[bad].passed
 
 
 def test_both_isolations_keep_zygotes_of_their_own(tmp_path: Path) -> None:
