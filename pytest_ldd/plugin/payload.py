@@ -18,7 +18,7 @@ the way.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, final
 
@@ -323,18 +323,22 @@ class Checkpoint:
     example starts from the checkpoint taken before the first.
     """
 
-    __slots__ = ("failures", "fields", "history")
+    __slots__ = ("failures", "fields", "history", "inconclusive")
 
     def __init__(
         self,
         payload: Payload,
         history: dict[str, list[float]] | None,
         failures: list[str],
+        inconclusive: Sequence[str] = (),
     ) -> None:
         self.fields = tuple(field.keep(getattr(payload, field.name)) for field in FIELDS)
         #: The predictor history the test has seen (see ``TestRecorder``).
         self.history = _copy_lists(history)
         self.failures = list(failures)
+        #: The episodes graded inconclusive so far in the running phase: an example
+        #: Hypothesis throws away takes its own with it.
+        self.inconclusive = list(inconclusive)
 
     def restore(self, payload: Payload) -> None:
         """Put ``payload``'s fields back as they were when this was taken."""

@@ -214,7 +214,7 @@ class TestRecorder:
         Hypothesis runs one test body many times; only the last example counts,
         so each example starts from the checkpoint taken before the first.
         """
-        return Checkpoint(self._payload, self._history, self.failures)
+        return Checkpoint(self._payload, self._history, self.failures, self.inconclusive)
 
     def restore(self, checkpoint: Checkpoint) -> None:
         """Forget what was recorded since ``checkpoint`` (see :meth:`checkpoint`)."""
@@ -222,6 +222,7 @@ class TestRecorder:
         history = checkpoint.history
         self._history = None if history is None else {k: list(v) for k, v in history.items()}
         self.failures = list(checkpoint.failures)
+        self.inconclusive = list(checkpoint.inconclusive)
 
     # -- observing ---------------------------------------------------------------
 

@@ -323,3 +323,46 @@ def test_a_failure_in_the_phase_stays_a_failure(pytester: pytest.Pytester) -> No
     result = run(pytester)
     result.assert_outcomes(failed=1, passed=1)
     result.stdout.fnmatch_lines(["*assert 1 == 2*"])
+
+
+# Hypothesis runs a test body many times and keeps only the last example: an episode
+# an earlier example graded inconclusive is thrown away with that example.
+GIVEN_DOUBT = """
+import pytest
+from hypothesis import given, settings, strategies as st
+from judge import Verdicts
+from pytest_ldd import Episode
+
+seen = []
+
+@pytest.mark.metric("task_success", check=Verdicts())
+@settings(database=None, max_examples=5, derandomize=True)
+@given(st.integers(0, 100))
+def test_examples(ldd, x):
+    seen.append(x)
+    # Every example before the last one grades an episode nobody can judge.
+    out = "ok" if len(seen) == 5 else "??"
+    ldd.episode(Episode(f"t{len(seen)}", output=out))
+
+@pytest.mark.metric("task_success", check=Verdicts())
+@settings(database=None, max_examples=5, derandomize=True)
+@given(st.integers(0, 100))
+def test_last_doubtful(ldd, x):
+    seen.append(x)
+    out = "??" if len(seen) == 10 else "ok"
+    ldd.episode(Episode(f"u{len(seen)}", output=out))
+"""
+
+
+def test_an_inconclusive_episode_of_a_thrown_away_example_is_forgotten(
+    doubtful_project: pytest.Pytester,
+) -> None:
+    doubtful_project.makepyfile(test_given_doubt=GIVEN_DOUBT)
+    result = run(doubtful_project, "-p", "no:randomly", "test_given_doubt.py")
+    # The first test's last example was judged: a pass.  The second's last example
+    # could not be: an error, as for any test.
+    result.assert_outcomes(passed=1, errors=1)
+    result.stdout.fnmatch_lines(["*ERROR at call of test_last_doubtful*"])
+    assert "test_examples" not in "\n".join(
+        line for line in result.stdout.lines if "ERROR" in line
+    )
