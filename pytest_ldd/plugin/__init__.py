@@ -70,6 +70,7 @@ _SESSION_PLUGINS = (
     "ldd-current",
     "ldd-hypothesis",
     "ldd-inconclusive",
+    "ldd-junit-inconclusive",
     "ldd-annotations",
     "ldd-report-plugins",
 )
@@ -90,6 +91,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # Registered as a plugin (its per-session and per-test hooks) only once started:
     # a session that does not use pytest-ldd does not pay for them.
     config.stash[SESSION] = LddSession(config)
+    if getattr(config.option, "xmlpath", None):
+        from pytest_ldd.plugin.inconclusive import register_junit
+
+        register_junit(config)
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -13,10 +13,18 @@ the rest of the report; :func:`teststatus` (the plugin module's
 ``pytest_report_teststatus``) counts it among the errors wherever the terminal is.
 :class:`InconclusiveErrors` is registered (as ``ldd-inconclusive``) only once an
 episode was inconclusive: a session without one does not pay for a per-phase hook.
+
+pytest's JUnit XML writer (``--junitxml``) writes every failed call phase as a
+``<failure>``; :class:`JUnitInconclusive`, registered (as ``ldd-junit-inconclusive``)
+only with ``--junitxml``, makes it write such a phase as an ``<error>`` whose message
+is the first line of the report, as the terminal shows it.  It goes through the
+writer's per-test reporter; where a pytest lacks what it uses, the phase stays a
+``<failure>`` (whose message still says "could not be judged").
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Generator
 from typing import TYPE_CHECKING, Any
 
@@ -25,9 +33,17 @@ import pytest
 if TYPE_CHECKING:
     from pytest_ldd.plugin.stash import SessionState
 
-__all__ = ["INCONCLUSIVE_ATTR", "INCONCLUSIVE_PLUGIN", "InconclusiveErrors", "teststatus"]
+__all__ = [
+    "INCONCLUSIVE_ATTR",
+    "INCONCLUSIVE_PLUGIN",
+    "JUNIT_PLUGIN",
+    "InconclusiveErrors",
+    "JUnitInconclusive",
+    "teststatus",
+]
 
 INCONCLUSIVE_PLUGIN = "ldd-inconclusive"
+JUNIT_PLUGIN = "ldd-junit-inconclusive"
 #: The attribute of a test report whose phase graded an inconclusive episode.
 INCONCLUSIVE_ATTR = "ldd_inconclusive"
 # How many episodes the error names before it counts the rest.
@@ -54,6 +70,58 @@ class InconclusiveErrors:
             report.longrepr = _message(doubts)
             setattr(report, INCONCLUSIVE_ATTR, True)
         return report
+
+
+class JUnitInconclusive:
+    """With ``--junitxml``: an inconclusive call phase is an ``<error>``, not a ``<failure>``."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> Generator[None, None, None]:
+        reporter = None
+        if getattr(report, INCONCLUSIVE_ATTR, False) and report.failed and report.when == "call":
+            reporter = _junit_reporter(self.config, report)
+        if reporter is None:
+            return (yield)
+        # The writer calls append_failure for a failed call phase: for this one report,
+        # its reporter appends an error instead.
+        reporter.append_failure = functools.partial(_append_error, reporter)
+        try:
+            return (yield)
+        finally:
+            del reporter.append_failure
+
+
+def _junit_reporter(config: pytest.Config, report: pytest.TestReport) -> Any:
+    """The JUnit writer's reporter of this test, or None (no writer, or not as known)."""
+    try:
+        from _pytest.junitxml import xml_key
+
+        xml = config.stash.get(xml_key, None)
+        reporter = None if xml is None else xml.node_reporter(report)
+    except (ImportError, AttributeError):
+        return None
+    if not callable(getattr(reporter, "_add_simple", None)):
+        return None
+    return reporter
+
+
+def _append_error(reporter: Any, report: pytest.TestReport) -> None:
+    from _pytest.junitxml import bin_xml_escape
+
+    text = str(report.longrepr)
+    message = text.splitlines()[0] if text else "inconclusive"
+    reporter._add_simple("error", bin_xml_escape(message), text)
+
+
+def register_junit(config: pytest.Config) -> None:
+    """Register :class:`JUnitInconclusive` where pytest writes JUnit XML."""
+    if getattr(config.option, "xmlpath", None):
+        manager = config.pluginmanager
+        if manager.get_plugin(JUNIT_PLUGIN) is None:
+            manager.register(JUnitInconclusive(config), JUNIT_PLUGIN)
 
 
 def _message(doubts: list[str]) -> str:

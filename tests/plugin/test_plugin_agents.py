@@ -366,3 +366,26 @@ def test_an_inconclusive_episode_of_a_thrown_away_example_is_forgotten(
     assert "test_examples" not in "\n".join(
         line for line in result.stdout.lines if "ERROR" in line
     )
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_junit_xml_shows_an_inconclusive_episode_as_an_error_never_a_failure(
+    doubtful_project: pytest.Pytester, workers: list[str]
+) -> None:
+    import xml.etree.ElementTree as ET
+
+    run(doubtful_project, "--junitxml=junit.xml", *workers)
+    suite = ET.parse(doubtful_project.path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    assert (suite.get("errors"), suite.get("failures")) == ("3", "0")
+    errors = {
+        case.get("name"): case.find("error")
+        for case in suite.iter("testcase")
+        if case.find("error") is not None
+    }
+    assert set(errors) == {"test_task[t3-??]", "test_corpus", "test_fixture"}
+    for error in errors.values():
+        assert (error.get("message") or "").startswith("pytest-ldd: 1 episode could not be judged")
+        assert "inconclusive: the judge process died" in (error.text or "")
+    # The judged ones stay as they were: t2's failed episode is data, not a failure.
+    assert not [case for case in suite.iter("testcase") if case.find("failure") is not None]
