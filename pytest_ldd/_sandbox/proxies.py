@@ -100,6 +100,7 @@ _READ_AHEAD = (
 # flooding; a long suite of honest tests sends far more than this in all.
 BUDGET_BYTES = 512 * 1024 * 1024
 _REASON_CHARS = 2000
+_LIMITS_PER_TEST = 1000
 
 
 # -- what the subject may do with the judge's objects --------------------------------------
@@ -556,8 +557,13 @@ class Connection:
         return IsolationError(reason)
 
     def limit(self, reason: str) -> None:
-        """This test met a limit of the isolation: the verdict cannot vouch for it."""
-        if len(self.limits) < 10_000:
+        """This test met a limit of the isolation: the verdict cannot vouch for it.
+
+        Bounded per test, never per run: a test that meets the same limit on each of
+        ten thousand requests (memory traced in a loop) must not use up what later
+        tests need to report theirs (the list is cleared when a test ends).
+        """
+        if len(self.limits) < _LIMITS_PER_TEST:
             self.limits.append(reason[:_REASON_CHARS])
 
     def _raised(self, exc: BaseException) -> BaseException:
@@ -585,8 +591,9 @@ class Connection:
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
-        """Forget what only the test that ended could still hold."""
+        """Forget what only the test that ended could still hold (its limits are reported)."""
         self.peer.received = 0
+        self.limits.clear()
         if self.drains.leftovers():
             self.limit(_READ_AHEAD)
         self.remote_errors.clear()
@@ -860,8 +867,8 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
 
         def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
             self._report_limits(nodeid, self.limits_seen)
-            self.limits_seen = len(connection.limits)
             connection.end_of_test()
+            self.limits_seen = len(connection.limits)
 
         def _cached_limit(self, item: Any, exc: BaseException) -> None:
             """A fixture of this test failed on a limit in an earlier test: this one met it."""

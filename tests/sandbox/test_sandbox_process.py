@@ -1194,3 +1194,52 @@ def test_workspace_code_cannot_skip_its_way_past_a_hidden_test(
     if raised.startswith("unittest"):
         # A stdlib exception is the judge's own class: the same outcome in both modes.
         assert verdicts["process"].outcomes == verdicts["inprocess"].outcomes
+
+
+# -- what real suites meet: graded as plain pytest does, or inconclusive ---------------
+
+
+def _as_plain_or_inconclusive(task: SimpleNamespace) -> tuple[Verdict, Verdict]:
+    """Both isolations' verdicts; each test differs only where process mode says why."""
+    verdicts = {mode: run_hidden_tests(task.ws, task.hidden, isolation=mode) for mode in MODES}
+    plain, process = verdicts["inprocess"], verdicts["process"]
+    assert not process.tampered, process.reason
+    assert plain.outcomes.keys() == process.outcomes.keys()
+    for test_id, outcome in plain.outcomes.items():
+        if process.outcomes[test_id] != outcome:
+            assert f"{test_id} could not be judged" in process.reason, (test_id, process.reason)
+    return plain, process
+
+
+def test_a_test_that_meets_a_limit_thousands_of_times_leaves_room_for_later_ones(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "later.py": (
+                "import threading\n\n\ndef one():\n    return 1\n\n\n"
+                "def in_thread(func):\n    out = []\n"
+                "    worker = threading.Thread(target=lambda: out.append(func()))\n"
+                "    worker.start()\n    worker.join()\n    return out\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_later.py": (
+                "import tracemalloc\nimport later\n\n\n"
+                "def test_traced():\n    tracemalloc.start()\n    try:\n"
+                "        assert sum(later.one() for _ in range(10_001)) == 10_001\n"
+                "    finally:\n        tracemalloc.stop()\n\n\n"
+                "def test_thread():\n    assert later.in_thread(lambda: 2) == [2]\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.inconclusive, process.reason
+    assert "test_later.py::test_thread could not be judged: a thread of the workspace" in (
+        process.reason
+    )
