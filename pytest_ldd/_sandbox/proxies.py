@@ -99,6 +99,10 @@ _READ_AHEAD = (
 # Bytes the subject may send during one test (or collection) before it counts as
 # flooding; a long suite of honest tests sends far more than this in all.
 BUDGET_BYTES = 512 * 1024 * 1024
+_CONCURRENT = (
+    "threads of the test used workspace objects at the same time: the judge talks to"
+    " the subject one request at a time, so they ran one after another"
+)
 _REASON_CHARS = 2000
 _LIMITS_PER_TEST = 1000
 
@@ -501,28 +505,42 @@ class Connection:
             msg = f"process isolation: the subject is gone: {self.boot.broken}"
             self.failures.append(msg)  # this test fails too, whatever it catches
             raise SubjectError(msg)
-        with self.lock:
-            if "tracemalloc" in sys.modules and sys.modules["tracemalloc"].is_tracing():
-                self.limit(_MEMORY)
-            try:
-                return self.calls.request(op, args)
-            except wire.CannotCross as exc:
-                # What the test handed over cannot be encoded: this test's limit.
-                reason = f"isolation='process' cannot carry what was handed over: {exc}"
-                raise self.refuse(reason) from None
-            except wire.WireError as exc:
-                reason = self._break(str(exc))
-                msg = f"process isolation: {reason}"
-                raise SubjectError(msg) from None
-            except IsolationError as exc:
-                if isolate:
-                    self.limit(str(exc))
-                raise
-            except RecursionError as exc:
-                if id(exc) in self.remote_errors:
-                    raise  # the workspace's own, raised in the subject: the test's to see
-                reason = self._break("requests nested too deep between judge and subject")
-                raise SubjectError(reason) from None
+        if not self.lock.acquire(blocking=False):
+            # Another thread of the test is in a conversation with the subject: this one
+            # waits its turn, where in one process both would run at once (and a thread
+            # that waits in the subject for what this one would do never sees it).
+            self.limit(_CONCURRENT)
+            self.lock.acquire()
+        try:
+            return self._request(op, args, isolate)
+        finally:
+            self.lock.release()
+
+    def _request(self, op: str, args: tuple[Any, ...], isolate: bool) -> Any:
+        """One request, with the lock held: its answer, or its exception raised here."""
+        # Read without importing, and safely while another thread is importing it.
+        tracing = getattr(sys.modules.get("tracemalloc"), "is_tracing", None)
+        if tracing is not None and tracing():
+            self.limit(_MEMORY)
+        try:
+            return self.calls.request(op, args)
+        except wire.CannotCross as exc:
+            # What the test handed over cannot be encoded: this test's limit.
+            reason = f"isolation='process' cannot carry what was handed over: {exc}"
+            raise self.refuse(reason) from None
+        except wire.WireError as exc:
+            reason = self._break(str(exc))
+            msg = f"process isolation: {reason}"
+            raise SubjectError(msg) from None
+        except IsolationError as exc:
+            if isolate:
+                self.limit(str(exc))
+            raise
+        except RecursionError as exc:
+            if id(exc) in self.remote_errors:
+                raise  # the workspace's own, raised in the subject: the test's to see
+            reason = self._break("requests nested too deep between judge and subject")
+            raise SubjectError(reason) from None
 
     def binary(self, op: str, left: Any, right: Any) -> Any:
         try:

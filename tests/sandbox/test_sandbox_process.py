@@ -1243,3 +1243,39 @@ def test_a_test_that_meets_a_limit_thousands_of_times_leaves_room_for_later_ones
     assert "test_later.py::test_thread could not be judged: a thread of the workspace" in (
         process.reason
     )
+
+
+def test_threads_of_the_test_that_use_workspace_objects_at_once_are_inconclusive(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "box.py": (
+                "import queue\n\n\nclass Box:\n"
+                "    def __init__(self):\n        self.items = queue.Queue()\n\n"
+                "    def put(self, item):\n        self.items.put(item)\n\n"
+                "    def get(self):\n        return self.items.get(timeout=2)\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_box.py": (
+                "import threading\nimport box\n\n\n"
+                "def test_handed_between_threads():\n    b = box.Box()\n    got = []\n"
+                "    reader = threading.Thread(target=lambda: got.append(b.get()))\n"
+                "    reader.start()\n    b.put(1)\n    reader.join()\n    assert got == [1]\n\n\n"
+                "def test_one_thread_after_another():\n    b = box.Box()\n    got = []\n"
+                "    writer = threading.Thread(target=lambda: b.put(2))\n"
+                "    writer.start()\n    writer.join()\n    assert b.get() == 2\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_box.py::test_one_thread_after_another"] == "passed"
+    assert "test_box.py::test_handed_between_threads could not be judged: threads of the" in (
+        process.reason
+    )
