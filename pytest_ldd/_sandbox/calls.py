@@ -216,6 +216,11 @@ OPS: dict[str, Callable[..., Any]] = {
     "trunc": lambda o: o.__trunc__(), "floor": lambda o: o.__floor__(),
     "ceil": lambda o: o.__ceil__(),
     "enter": lambda obj: obj.__enter__(), "exit": _exit,
+    # The descriptor protocol, for an object kept in a class of the other side.
+    "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
+    "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
+    "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
+    "set_name": lambda obj, owner, name: type(obj).__set_name__(obj, owner, name),
 }  # fmt: skip
 # Binary operators call one special method of the object asked, never the whole
 # operator protocol: its reflected half is the asker's own to try, with its own

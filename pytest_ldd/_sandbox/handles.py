@@ -50,6 +50,7 @@ SPECIAL = (
     "__call__", "__len__", "__iter__", "__next__", "__getitem__", "__setitem__",
     "__delitem__", "__contains__", "__bool__", "__enter__", "__exit__", "__reversed__",
     "__length_hint__", "__fspath__", "__copy__", "__deepcopy__",
+    "__get__", "__set__", "__delete__", "__set_name__",
     "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
     "__matmul__", "__lshift__", "__rshift__", "__and__", "__or__", "__xor__",
     "__divmod__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__",

@@ -189,6 +189,9 @@ _SETTABLE = frozenset(
 _SERVED = frozenset(calls.OPS)
 # Operations that only compare or print a class, which any class may be asked.
 _ON_ANY_CLASS = frozenset({"repr", "str", "format", "hash", "eq", "ne", "bool", "dir"})
+# Operations that run the target's own code, as a call does (the descriptor protocol
+# binds a function, runs a property's getter or setter).
+_CALLING = frozenset({"call", "callsync", "get", "set", "delete", "set_name"})
 
 
 class Withheld:
@@ -350,7 +353,7 @@ class JudgePolicy:
             if reason is not None:
                 msg = f"isolation='process' does not let workspace code use {reason} in the judge"
                 raise IsolationError(msg)
-        if op in ("call", "callsync"):
+        if op in _CALLING:
             reason = self.refusal(target)
             if reason is not None:
                 msg = f"isolation='process' does not let workspace code call {reason} in the judge"

@@ -314,6 +314,10 @@ def _exit(self: Any, cls: Any, exc: Any, tb: Any) -> Any:
     return _link(self).request("exit", self, cls, exc, line)
 
 
+def _descriptor_get(self: Any, instance: Any, owner: Any = None) -> Any:
+    return _link(self).request("get", self, instance, owner)
+
+
 _NUMERIC = (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
     "and", "or", "xor", "divmod",
@@ -339,6 +343,12 @@ def _special_methods() -> dict[str, Any]:
         "__copy__": _method("copy", 0),
         "__deepcopy__": _remote_deepcopy,
         "__round__": _method("round", 2),
+        # A stand-in kept in a class of this side (a workspace decorator on a test
+        # class's method) binds, caches and sets as its remote class says.
+        "__get__": _descriptor_get,
+        "__set__": _method("set", 2),
+        "__delete__": _method("delete", 2),
+        "__set_name__": _method("set_name", 2),
     }
     for name in _NUMERIC:
         table[f"__{name}__"] = _method(name, 1)

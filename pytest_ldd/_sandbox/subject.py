@@ -214,7 +214,10 @@ class Subject:
     def getattr(self, obj: Any, name: str) -> Any:
         if name == "__signature__":
             return calls.signature_from(self.request("signature", obj))
-        return self.request("getattr", obj, name)
+        value = self.request("getattr", obj, name)
+        if name == "__dict__" and type(value) is dict:
+            return CopiedNamespace(value, self.note)
+        return value
 
     def protocol(self, reason: str) -> BaseException:
         return RuntimeError(f"process isolation: the judge answered badly: {reason}")
@@ -226,6 +229,60 @@ class Subject:
     def note(self, reason: str) -> None:
         """Tell the judge, with the next message, that this test met a limit."""
         self.peer.outbox.append((4, str(reason)[:2000]))
+
+
+class CopiedNamespace(dict):  # type: ignore[type-arg]
+    """The ``__dict__`` of a judge object: a copy, so a change to it is a limit.
+
+    Workspace code that caches into an object's namespace (``obj.__dict__[name] =
+    value``, as cached properties do) would change only this copy; the judge's object
+    never sees it, so the test is one the verdict cannot vouch for.
+    """
+
+    __slots__ = ("_note",)
+
+    def __init__(self, items: dict[Any, Any], note: Any) -> None:
+        super().__init__(items)
+        self._note = note
+
+    def _changed(self) -> None:
+        self._note(
+            "workspace code changed the __dict__ of a judge object: it holds a copy, so"
+            " the judge's object does not change"
+        )
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._changed()
+        super().__delitem__(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self._changed()
+        return super().setdefault(key, default)
+
+    def pop(self, *args: Any) -> Any:
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self._changed()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
+
+    def __ior__(self, other: Any) -> Any:  # type: ignore[misc]
+        self._changed()
+        return super().__ior__(other)
 
 
 class Printed:

@@ -1279,3 +1279,56 @@ def test_threads_of_the_test_that_use_workspace_objects_at_once_are_inconclusive
     assert "test_box.py::test_handed_between_threads could not be judged: threads of the" in (
         process.reason
     )
+
+
+DESCRIPTORS = (
+    "import functools\n\n\n"
+    "class counted:\n"
+    "    def __init__(self, func):\n        self.func = func\n\n"
+    "    def __set_name__(self, owner, name):\n        self.name = name\n\n"
+    "    def __get__(self, obj, owner=None):\n"
+    "        if obj is None:\n            return self\n"
+    "        return functools.partial(self.func, obj)\n\n\n"
+    "class cached:\n"
+    "    def __init__(self, func):\n        self.func = func\n\n"
+    "    def __get__(self, obj, owner=None):\n"
+    "        if obj is None:\n            return self\n"
+    "        value = obj.__dict__[self.func.__name__] = self.func(obj)\n"
+    "        return value\n\n\n"
+    "def double(self):\n    return 2 * self.n\n"
+)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_workspace_descriptors_on_a_test_class_bind_as_in_one_process(
+    task: SimpleNamespace, wrong: bool
+) -> None:
+    source = DESCRIPTORS.replace("(self.func, obj)", "(self.func, None)") if wrong else DESCRIPTORS
+    _write(task.ws, {"desc.py": source})
+    _write(
+        task.hidden,
+        {
+            "test_desc.py": (
+                "import desc\n\n\n"
+                "class Car:\n    n = 3\n    double = desc.double\n\n"
+                "    @desc.counted\n    def honk(self, times):\n"
+                "        return 'honk' * times * self.n\n\n"
+                "    @desc.cached\n    def wheels(self):\n        return 4\n\n\n"
+                "def test_a_descriptor_binds():\n    assert Car().honk(1) == 'honkhonkhonk'\n"
+                "    assert Car.honk.name == 'honk'\n\n\n"
+                "def test_a_workspace_function_binds():\n    assert Car().double() == 6\n\n\n"
+                "def test_caching_into_the_instance():\n    car = Car()\n"
+                "    assert car.wheels == 4\n    assert 'wheels' in vars(car)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed is not wrong
+    binds = "test_desc.py::test_a_descriptor_binds"
+    assert process.outcomes[binds] == ("failed" if wrong else "passed")
+    assert process.outcomes["test_desc.py::test_a_workspace_function_binds"] == "passed"
+    if not wrong:
+        assert process.inconclusive, process.reason
+        assert "test_desc.py::test_caching_into_the_instance could not be judged" in (
+            process.reason
+        )
