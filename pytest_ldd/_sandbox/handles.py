@@ -131,6 +131,7 @@ ABSTRACT = (
     ("collections.abc", "ItemsView"), ("collections.abc", "ValuesView"),
     ("numbers", "Number"), ("numbers", "Complex"), ("numbers", "Real"),
     ("numbers", "Rational"), ("numbers", "Integral"),
+    ("io", "IOBase"), ("io", "RawIOBase"), ("io", "BufferedIOBase"), ("io", "TextIOBase"),
 )  # fmt: skip
 ABSTRACT_NAMES = frozenset(f"{module}.{name}" for module, name in ABSTRACT)
 RECORD_FIELDS = 12

@@ -394,6 +394,15 @@ _CLAIMED = {
     "code": types.CodeType,
     "mappingproxy": types.MappingProxyType,
 }
+# The iterators and views of the builtin containers, which ``reversed(x).__class__``
+# and ``type(iter(x))`` name: claimed the same way.
+_MADE: tuple[Any, ...] = (
+    iter([]), reversed([]), iter(()), iter(range(0)), iter(range(2**64)), iter(set()),
+    iter(""), iter("\u00e9"), iter(b""), iter(bytearray()), iter({}), iter({}.values()),
+    iter({}.items()), reversed({}), reversed({}.values()), reversed({}.items()),
+    {}.keys(), {}.values(), {}.items(), iter(int, 0),
+)  # fmt: skip
+_CLAIMED.update((type(made).__name__, type(made)) for made in _MADE)
 
 
 def _claims(cls: type) -> property:

@@ -1332,3 +1332,38 @@ def test_workspace_descriptors_on_a_test_class_bind_as_in_one_process(
         assert "test_desc.py::test_caching_into_the_instance could not be judged" in (
             process.reason
         )
+
+
+def test_builtin_iterators_and_io_classes_are_recognised_as_in_one_process(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "views.py": (
+                "import io\n\n\ndef backwards(items):\n    return reversed(items)\n\n\n"
+                "def keys(mapping):\n    return mapping.keys()\n\n\n"
+                "class Spooled(io.BufferedIOBase):\n    pass\n\n\n"
+                "class Plain:\n    pass\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_views.py": (
+                "import io\nimport views\n\n\n"
+                "def test_reversed_class():\n"
+                "    assert views.backwards([1, 2]).__class__ == reversed([]).__class__\n"
+                "    assert list(views.backwards([1, 2])) == [2, 1]\n\n\n"
+                "def test_keys_class():\n"
+                "    assert isinstance(views.keys({1: 2}), type({}.keys()))\n\n\n"
+                "def test_io_base():\n    assert isinstance(views.Spooled(), io.IOBase)\n"
+                "    assert isinstance(views.Spooled(), io.BufferedIOBase)\n"
+                "    assert not isinstance(views.Plain(), io.IOBase)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
