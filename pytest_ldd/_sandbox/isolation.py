@@ -25,8 +25,8 @@ ISOLATIONS = ("process", "inprocess")
 _HERE = Path(__file__).parent
 # The runner's own files (runner.py, confinement.py, integrity.py) are staged already.
 _FILES = (
-    "judge_runner.py", "wire.py", "handles.py", "stubs.py", "calls.py", "boot.py", "rng.py",
-    "proxies.py", "subject.py",
+    "judge_runner.py", "wire.py", "containers.py", "handles.py", "stubs.py", "calls.py",
+    "boot.py", "rng.py", "proxies.py", "subject.py",
 )  # fmt: skip
 
 

@@ -39,7 +39,7 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 # The modules of process isolation, in the order they load (each may use the earlier).
-_JUDGE_MODULES = ("wire", "handles", "stubs", "calls", "boot", "rng", "proxies")
+_JUDGE_MODULES = ("wire", "containers", "handles", "stubs", "calls", "boot", "rng", "proxies")
 
 
 def _load(name: str, path: Path) -> ModuleType:

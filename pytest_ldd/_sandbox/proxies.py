@@ -438,6 +438,7 @@ class Connection:
         self.peer.on_output = self._output
         self.peer.on_released = self.table.release
         self.peer.on_cannot_cross = self.refuse
+        self.calls.containers.on_limit = self.limit
         self.remote_errors: dict[int, BaseException] = {}
         # (module number, name) -> the stand-in that ``module.name`` gave; the subject
         # says when one changes (see subject.ModuleWatch).
@@ -608,13 +609,17 @@ class Connection:
             self.module_attributes.pop(payload, None)
         elif stream == 7:
             self.random.said()
-        else:
+        elif stream != 9:  # the judge says when a test ends, never the subject
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
         """Forget what only the test that ended could still hold (its limits are reported)."""
         self.peer.received = 0
         self.limits.clear()
+        # What crossed during the test is no longer the same object on both sides.
+        self.calls.containers.forget()
+        if self.started and self.boot.broken is None:
+            self.peer.outbox.append((9, 0))
         if self.drains.leftovers():
             self.limit(_READ_AHEAD)
         self.remote_errors.clear()

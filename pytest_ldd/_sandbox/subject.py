@@ -179,6 +179,7 @@ class Subject:
         self.calls.ops = {**OPS, "modattr": self.watch.getattr, "getrandom": self.random.get}
         self.peer.on_output = self._output
         self.peer.on_cannot_cross = self.refuse
+        self.calls.containers.on_limit = self.note
         # The thread that serves the judge: the only one that may call the judge back.
         self.serving = threading.get_ident()
 
@@ -189,6 +190,8 @@ class Subject:
     def _output(self, stream: int, payload: Any) -> None:
         if stream == 7 and payload:  # the judge's generator drew: take its state
             self.random.received(payload)
+        elif stream == 9:  # a test ended: what crossed in it is forgotten
+            self.calls.containers.forget()
 
     # -- what stand-ins of judge objects ask -------------------------------------------
     def request(self, op: str, *args: Any) -> Any:

@@ -1005,7 +1005,9 @@ def test_a_forged_update_of_an_argument_ends_the_subject(
     ws.forge_answer(forged)
     with pytest.raises(proxies.SubjectError, match=reason):
         fill(items)
-    assert items == [1]  # nothing of the forged state reached the test's list
+    # The workspace's own change to the list it holds reaches the test's list, as in
+    # one process; nothing of the forged state does.
+    assert items == [1, 1]
 
 
 REACH = """import gc
@@ -1367,3 +1369,44 @@ def test_builtin_iterators_and_io_classes_are_recognised_as_in_one_process(
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed
     assert process.passed, process.reason
+
+
+KEEPER = (
+    "_cache = {}\nkept = []\n\n\n"
+    "def first(items):\n    return items[0]\n\n\n"
+    "def keep(items):\n    global kept\n    kept = items\n\n\n"
+    "def kept_len():\n    return len(kept)\n\n\n"
+    "def fill_kept():\n    kept.append(9)\n\n\n"
+    "def once():\n    return _cache.setdefault('x', [1, 2])\n\n\n"
+    "def twice():\n    x = [1]\n    return [x, x]\n"
+)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_a_list_that_crosses_is_the_same_list_on_both_sides(
+    task: SimpleNamespace, wrong: bool
+) -> None:
+    source = KEEPER.replace("return items[0]", "return list(items[0])") if wrong else KEEPER
+    _write(task.ws, {"keeper.py": source})
+    _write(
+        task.hidden,
+        {
+            "test_keeper.py": (
+                "import keeper\n\n\n"
+                "def test_handed_back():\n    x = [1]\n    assert keeper.first([x]) is x\n\n\n"
+                "def test_never_invented():\n    x = [1]\n"
+                "    assert keeper.first([[1]]) is not x\n\n\n"
+                "def test_returned_twice():\n    assert keeper.once() is keeper.once()\n\n\n"
+                "def test_shared_in_one_answer():\n    a, b = keeper.twice()\n"
+                "    assert a is b\n\n\n"
+                "def test_changed_by_the_test_after():\n    x = [1, 2]\n    keeper.keep(x)\n"
+                "    x.pop()\n    assert keeper.kept_len() == 1\n\n\n"
+                "def test_changed_by_the_workspace_later():\n    x = []\n    keeper.keep(x)\n"
+                "    keeper.fill_kept()\n    assert x == [9]\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed is not wrong
+    assert process.outcomes == plain.outcomes
+    assert process.passed is not wrong, process.reason
