@@ -433,7 +433,8 @@ class Connection:
             lock=self.lock,
         )
         self.calls.on_error = self._raised
-        self.calls.also_before_send = self.random.before_send
+        self.environment = EnvironmentSync(self)
+        self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
         self.peer.on_released = self.table.release
@@ -588,6 +589,10 @@ class Connection:
         if len(self.limits) < _LIMITS_PER_TEST:
             self.limits.append(reason[:_REASON_CHARS])
 
+    def _before_send(self) -> None:
+        self.random.before_send()
+        self.environment.before_send()
+
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""
         if isinstance(exc, (SystemExit, KeyboardInterrupt)):
@@ -609,7 +614,7 @@ class Connection:
             self.module_attributes.pop(payload, None)
         elif stream == 7:
             self.random.said()
-        elif stream != 9:  # the judge says when a test ends, never the subject
+        elif stream not in (9, 10):  # the judge says these, never the subject
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
@@ -625,6 +630,41 @@ class Connection:
         self.remote_errors.clear()
         self.calls.tracebacks.clear()
         self.table.sweep()
+
+
+class EnvironmentSync:
+    """``os.environ`` as the hidden tests set it, in the subject too.
+
+    A test that sets a variable (``monkeypatch.setenv``) and then calls workspace code
+    that reads it must see it read, as in one process.  Before each message, the
+    judge compares its environment with the one it last told the subject about (a
+    dict comparison of a few dozen entries) and sends what changed as
+    ``("o", 10, {name: value or None})``.  Changes the workspace makes stay in the
+    subject: the judge never takes its environment from the process under test.
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.told = dict(_environ_data())
+
+    def before_send(self) -> None:
+        now = _environ_data()
+        if now == self.told:
+            return
+        changed: dict[str, str | None] = {}
+        for key in self.told.keys() - now.keys():
+            changed[os.fsdecode(key)] = None
+        for key, value in now.items():
+            if self.told.get(key) != value:
+                changed[os.fsdecode(key)] = os.fsdecode(value)
+        self.told = dict(now)
+        self.connection.peer.outbox.append((10, changed))
+
+
+def _environ_data() -> dict[Any, Any]:
+    # The mapping os.environ keeps its encoded entries in: compared without a copy.
+    data = getattr(os.environ, "_data", None)
+    return data if type(data) is dict else dict(os.environ)
 
 
 class RandomSync:

@@ -821,7 +821,8 @@ class Peer:
         if synced:
             return
         forget = stream == 9 and payload == 0 and type(payload) is int
-        if not (printed or warned or changed or state or forget):
+        environment = stream == 10 and type(payload) is dict
+        if not (printed or warned or changed or state or forget or environment):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:

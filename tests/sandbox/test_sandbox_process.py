@@ -1410,3 +1410,25 @@ def test_a_list_that_crosses_is_the_same_list_on_both_sides(
     assert plain.passed is not wrong
     assert process.outcomes == plain.outcomes
     assert process.passed is not wrong, process.reason
+
+
+def test_the_environment_a_test_sets_is_the_workspaces_too(task: SimpleNamespace) -> None:
+    reader = "import os\n\n\ndef read(name):\n    return os.environ.get(name)\n"
+    _write(task.ws, {"env.py": reader})
+    _write(
+        task.hidden,
+        {
+            "test_env.py": (
+                "import os\nimport env\n\n\n"
+                "def test_set(monkeypatch):\n    monkeypatch.setenv('LDD_SEEN', 'eggs')\n"
+                "    assert env.read('LDD_SEEN') == 'eggs'\n\n\n"
+                "def test_undone():\n    assert env.read('LDD_SEEN') is None\n\n\n"
+                "def test_set_directly():\n    os.environ['LDD_SEEN'] = 'ham'\n"
+                "    try:\n        assert env.read('LDD_SEEN') == 'ham'\n"
+                "    finally:\n        del os.environ['LDD_SEEN']\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
