@@ -149,6 +149,21 @@ class Proxy:
         )
         raise _link(self).refuse(msg)
 
+    def __del__(self) -> None:
+        # The side's table holds one weak reference; any other is code's own, and it
+        # now dies with the stand-in, where the object itself may live on.
+        try:
+            if weakref.getweakrefcount(self) > 1:
+                _link(self).refuse(_WEAKLY_HELD)
+        except Exception:  # a finalizer must not raise, even at shutdown
+            pass
+
+
+_WEAKLY_HELD = (
+    "code held a weak reference to an object of the other process: its stand-in here"
+    " died, where the object itself may live on"
+)
+
 
 class ValueProxy:
     """The mixin of value mirrors: a builtin value whose other uses are requests."""

@@ -356,6 +356,41 @@ def _forward_warnings(peer: Any) -> None:
     warnings.showwarning = showwarning
 
 
+def _watch_reflection(subject: Subject) -> None:
+    """Note what workspace code sees differently from one process when it looks around.
+
+    Its caller is the subject's serving loop, not the test (``sys._getframe``); the
+    objects of the test are not among the garbage collector's here.
+    """
+    import gc
+
+    getframe = sys._getframe
+
+    def _getframe(depth: int = 0) -> Any:
+        frame = getframe(depth + 1)
+        ours = getframe(1).f_code.co_filename.startswith("<ldd-")
+        if not ours and frame.f_code.co_filename.startswith("<ldd-"):
+            subject.note(
+                "workspace code looked at the frame of its caller: in process isolation"
+                " that is the subject's serving loop, not the test"
+            )
+        return frame
+
+    def _walk(walk: Any) -> Any:
+        def walked(*args: Any) -> Any:
+            subject.note(
+                "workspace code walked the garbage collector's objects: the test's own"
+                " objects live in the judge, not among them"
+            )
+            return walk(*args)
+
+        return walked
+
+    sys._getframe = _getframe
+    gc.get_objects = _walk(gc.get_objects)
+    gc.get_referrers = _walk(gc.get_referrers)
+
+
 def main(settings: dict[str, Any]) -> None:
     """Serve the judge until it closes the pipe."""
     read_fd, write_fd = os.dup(0), os.dup(1)
@@ -371,6 +406,7 @@ def main(settings: dict[str, Any]) -> None:
     sys.stdout = Printed(subject.peer, 1)
     sys.stderr = Printed(subject.peer, 2)
     _forward_warnings(subject.peer)
+    _watch_reflection(subject)
     confined = settings.get("confined") or {"level": "none", "detail": "not reported"}
     report = (str(confined["level"]), str(confined["detail"]))
     subject.peer.send(("r", -1, ("hello", os.getpid(), report)))

@@ -1432,3 +1432,41 @@ def test_the_environment_a_test_sets_is_the_workspaces_too(task: SimpleNamespace
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed
     assert process.passed, process.reason
+
+
+def test_workspace_code_that_looks_past_its_own_objects_is_inconclusive(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "looks.py": (
+                "import gc\nimport sys\nimport weakref\n\n\n"
+                "def caller():\n    return sys._getframe(1).f_code.co_name\n\n\n"
+                "def own():\n    return sys._getframe(0).f_code.co_name\n\n\n"
+                "def count(cls):\n"
+                "    return sum(isinstance(o, cls) for o in gc.get_objects())\n\n\n"
+                "_seen = weakref.WeakKeyDictionary()\n\n\n"
+                "def remember(obj):\n    _seen[obj] = 1\n\n\n"
+                "def remembered():\n    return len(_seen)\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_looks.py": (
+                "import looks\n\n\nclass Thing:\n    pass\n\n\n"
+                "def test_caller():\n    assert looks.caller() == 'test_caller'\n\n\n"
+                "def test_own_frame():\n    assert looks.own() == 'own'\n\n\n"
+                "def test_gc():\n    things = [Thing(), Thing()]\n"
+                "    assert looks.count(Thing) == 2\n\n\n"
+                "def test_weakly_held():\n    thing = Thing()\n    looks.remember(thing)\n"
+                "    assert looks.remembered() == 1\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_looks.py::test_own_frame"] == "passed"
+    assert process.inconclusive, process.reason
