@@ -137,6 +137,7 @@ def main() -> int:
         workspace_like=proxies.is_stand_in,
         opaque=probes.opaque_probe(crossing=True),
     )
+    proxies.watch_identities(str(settings["suite"]), connection)
     guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)

@@ -32,6 +32,7 @@ plugin hooks); the judge loads it from a file.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -60,6 +61,35 @@ else:
 IsolationError = calls.IsolationError
 SubjectError = calls.SubjectError
 Proxy = stubs.Proxy
+
+
+def watch_identities(suite: str, connection: Connection) -> None:
+    """``id()`` of a stand-in, taken by the hidden tests, is a limit of the test.
+
+    The judge holds a stand-in only while something refers to it, so that the object
+    it stands for dies when one process would let it die; a stand-in made again for
+    the same object may get another address.  ``id(mod.thing)`` taken twice can thus
+    differ where one process gives one number (``is`` holds while both are referred
+    to).  Only calls from the hidden tests' own files count: the standard library's
+    (``copy.deepcopy``'s memo) and pytest's uses of ``id`` are not the test's.
+    """
+    identity = builtins.id
+    getframe = sys._getframe
+    kinds = (stubs.Proxy, stubs.ValueProxy)
+
+    def id(obj: Any, /) -> int:
+        if isinstance(obj, kinds) and getframe(1).f_code.co_filename.startswith(suite):
+            connection.limit(_IDENTITY)
+        return identity(obj)
+
+    id.__doc__ = identity.__doc__
+    builtins.id = id
+
+
+_IDENTITY = (
+    "the test took the id() of a workspace object: its stand-in in the judge may be"
+    " made anew between two uses, with another address"
+)
 
 
 def is_stand_in(value: Any) -> bool:

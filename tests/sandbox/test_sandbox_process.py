@@ -1470,3 +1470,34 @@ def test_workspace_code_that_looks_past_its_own_objects_is_inconclusive(
     assert plain.passed
     assert process.outcomes["test_looks.py::test_own_frame"] == "passed"
     assert process.inconclusive, process.reason
+
+
+def test_the_id_of_a_workspace_object_taken_by_a_test_is_a_limit(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "holders.py": (
+                "import threading\n\n\nclass Holder:\n"
+                "    def __init__(self, lock):\n        self.lock = lock\n\n\n"
+                "def holders(n):\n    lock = threading.Lock()\n"
+                "    return [Holder(lock) for _ in range(n)]\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_holders.py": (
+                "import copy\nimport holders\n\n\n"
+                "def test_one_lock():\n"
+                "    assert len({id(h.lock) for h in holders.holders(50)}) == 1\n\n\n"
+                "def test_copied():\n    assert copy.deepcopy([1, 2]) == [1, 2]\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert "test_holders.py::test_one_lock could not be judged: the test took the id()" in (
+        process.reason
+    )
+    assert "test_copied could not be judged" not in process.reason
