@@ -68,6 +68,7 @@ OBJECT_PROTOCOL = (
     "__str__", "__format__",
 )  # fmt: skip
 SPECIAL_NAMES = frozenset(SPECIAL + OBJECT_PROTOCOL)
+ORDERINGS = ("__lt__", "__le__", "__gt__", "__ge__")
 
 # Class record flags.
 HASHABLE, EXCEPTION, METACLASS, OWN_DOC, ITER_SELF = 1, 2, 4, 8, 16
@@ -186,6 +187,9 @@ def class_record(klass: type) -> tuple[Any, ...]:
         special = tuple(n for n in SPECIAL + OBJECT_PROTOCOL if _overrides(klass, base, n))
     else:
         special = tuple(n for n in SPECIAL if _defined(klass, n))
+        # The orderings the class has beyond object's: ``functools.total_ordering``
+        # and its kin read them off the class.
+        special += tuple(n for n in ORDERINGS if _overrides(klass, object, n))
     flags = HASHABLE if _defined(klass, "__hash__") else 0
     if type.__subclasscheck__(BaseException, klass):
         flags |= EXCEPTION

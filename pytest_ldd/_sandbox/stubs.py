@@ -820,6 +820,11 @@ class StandIns:
         namespace: dict[str, Any] = {
             name: SPECIAL[name] for name in record.special if name not in _VALUE_ONLY
         }
+        for name in handles.ORDERINGS:
+            # An ordering the remote class lacks is object's here too: it answers
+            # NotImplemented, and the other operand's reflected method is tried.
+            if name not in record.special:
+                namespace[name] = getattr(object, name)
         if "__next__" in namespace and "__length_hint__" not in namespace:
             namespace["__length_hint__"] = _own_hint
         if record.flags & handles.ITER_SELF and "__iter__" in namespace:

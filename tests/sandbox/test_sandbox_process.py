@@ -1501,3 +1501,43 @@ def test_the_id_of_a_workspace_object_taken_by_a_test_is_a_limit(task: SimpleNam
         process.reason
     )
     assert "test_copied could not be judged" not in process.reason
+
+
+def test_a_class_is_ordered_as_its_own_methods_say(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "ordered.py": (
+                "import functools\n\n\n"
+                "def ordering(cls):\n    return functools.total_ordering(cls)\n\n\n"
+                "@functools.total_ordering\nclass Version:\n"
+                "    def __init__(self, n):\n        self.n = n\n\n"
+                "    def __eq__(self, other):\n        return self.n == other.n\n\n"
+                "    def __gt__(self, other):\n        return self.n > other.n\n\n\n"
+                "class Plain:\n    pass\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_ordered.py": (
+                "import pytest\nimport ordered\n\n\n"
+                "def test_workspace_ordering():\n"
+                "    a, b = ordered.Version(1), ordered.Version(2)\n"
+                "    assert a < b and b >= a and sorted([b, a]) == [a, b]\n\n\n"
+                "def test_unordered():\n    with pytest.raises(TypeError):\n"
+                "        ordered.Plain() < ordered.Plain()\n\n\n"
+                "def test_ordering_a_test_class():\n"
+                "    @ordered.ordering\n    class Number:\n"
+                "        def __init__(self, n):\n            self.n = n\n\n"
+                "        def __gt__(self, other):\n            return self.n > other\n\n"
+                "    assert Number(3) < 5\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_ordered.py::test_workspace_ordering"] == "passed"
+    assert process.outcomes["test_ordered.py::test_unordered"] == "passed"
+    assert "test_ordered.py::test_ordering_a_test_class could not be judged" in process.reason
