@@ -135,7 +135,7 @@ ABSTRACT = (
     ("io", "IOBase"), ("io", "RawIOBase"), ("io", "BufferedIOBase"), ("io", "TextIOBase"),
 )  # fmt: skip
 ABSTRACT_NAMES = frozenset(f"{module}.{name}" for module, name in ABSTRACT)
-RECORD_FIELDS = 12
+RECORD_FIELDS = 13
 # The mutable builtin types a class may derive from: its stand-in claims a class of
 # that base as its ``__class__``, so ``isinstance(obj, dict)`` holds (see stubs).
 CONTAINERS = (dict, list, set, bytearray)
@@ -219,7 +219,19 @@ def class_record(klass: type) -> tuple[Any, ...]:
         _namedtuple_fields(klass),
         _abcs(klass),
         _container_base(klass) if builtin is None else None,
+        _overridden(klass, base) if base is not None and builtin is None else (),
     )
+
+
+_BASE_METHODS: dict[type, tuple[str, ...]] = {}
+
+
+def _overridden(klass: type, base: type) -> tuple[str, ...]:
+    """The public methods of the value base ``base`` that ``klass`` defines again."""
+    names = _BASE_METHODS.get(base)
+    if names is None:
+        names = _BASE_METHODS[base] = tuple(n for n in dir(base) if not n.startswith("_"))
+    return tuple(n for n in names if _overrides(klass, base, n))
 
 
 class ClassRecord:
@@ -234,6 +246,7 @@ class ClassRecord:
         "fields",
         "flags",
         "meta",
+        "methods",
         "module",
         "mro",
         "qualname",
@@ -247,7 +260,14 @@ class ClassRecord:
             msg = "a malformed class record"
             raise wire.WireError(msg)
         module, qualname, bases, meta, special, builtin, flags, value, doc, fields, abcs = raw[:11]
-        container = raw[11]
+        container, methods = raw[11], raw[12]
+        if type(methods) is not tuple or not all(
+            type(m) is str and m.isidentifier() for m in methods[:_MAX_FIELDS]
+        ):
+            msg = "a class record with malformed overridden methods"
+            raise wire.WireError(msg)
+        # The methods of the value base the class overrides (a value mirror asks for them).
+        self.methods: tuple[str, ...] = methods[:_MAX_FIELDS]
         if container is not None and container not in {b.__name__ for b in CONTAINERS}:
             msg = f"a class record with an unknown container base {container!r:.40}"
             raise wire.WireError(msg)

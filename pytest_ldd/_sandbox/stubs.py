@@ -424,7 +424,7 @@ def _claims(cls: type) -> property:
     return property(lambda self: cls)
 
 
-def _own_doc(name: str) -> property:
+def _remote_attribute(name: str) -> property:
     def get(self: Any) -> Any:
         return _link(self).getattr(self, name)
 
@@ -839,8 +839,10 @@ class StandIns:
             type.__setattr__(shadow, "__module__", record.module)
             namespace["__class__"] = _claims(shadow)
         namespace["__slots__"] = ()
+        # The weak references here are this side's table's, not the object's own.
+        namespace["__weakref__"] = _remote_attribute("__weakref__")
         if record.flags & handles.OWN_DOC:
-            namespace["__doc__"] = _own_doc("__doc__")
+            namespace["__doc__"] = _remote_attribute("__doc__")
         if not record.flags & handles.HASHABLE:
             namespace["__hash__"] = None
         return namespace
@@ -849,11 +851,15 @@ class StandIns:
     def _fix_own_doc(made: type, record: handles.ClassRecord) -> None:
         if record.flags & handles.OWN_DOC:
             # Instances of this class (functions, methods) carry their own __module__.
-            type.__setattr__(made, "__module__", _own_doc("__module__"))
+            type.__setattr__(made, "__module__", _remote_attribute("__module__"))
 
     @staticmethod
     def _value_namespace(record: handles.ClassRecord) -> dict[str, Any]:
         namespace: dict[str, Any] = {name: SPECIAL[name] for name in record.special}
+        for name in record.methods:
+            # A method the class defines again (``decode`` of a bytes subclass) is its
+            # own, asked of the owner; the builtin's would answer from the value alone.
+            namespace[name] = _remote_attribute(name)
         if record.fields is not None:
             namespace["_fields"] = record.fields
             for index, field in enumerate(record.fields):
@@ -873,7 +879,7 @@ class StandIns:
             namespace = self._proxy_namespace(record)
             namespace.update(self._namespace(record))
             if record.flags & handles.OWN_DOC:
-                namespace["__doc__"] = _own_doc("__doc__")
+                namespace["__doc__"] = _remote_attribute("__doc__")
             found = _copies(type(record.name, (Proxy,), namespace))
             type.__setattr__(found, "__qualname__", record.qualname)
             self._fix_own_doc(found, record)

@@ -1460,9 +1460,9 @@ def test_workspace_code_that_looks_past_its_own_objects_is_inconclusive(
                 "def test_caller():\n    assert looks.caller() == 'test_caller'\n\n\n"
                 "def test_own_frame():\n    assert looks.own() == 'own'\n\n\n"
                 "def test_gc():\n    things = [Thing(), Thing()]\n"
-                "    assert looks.count(Thing) == 2\n\n\n"
+                "    assert looks.count(Thing) >= 2\n\n\n"
                 "def test_weakly_held():\n    thing = Thing()\n    looks.remember(thing)\n"
-                "    assert looks.remembered() == 1\n"
+                "    assert looks.remembered() >= 1\n"
             )
         },
     )
@@ -1541,3 +1541,62 @@ def test_a_class_is_ordered_as_its_own_methods_say(task: SimpleNamespace) -> Non
     assert process.outcomes["test_ordered.py::test_workspace_ordering"] == "passed"
     assert process.outcomes["test_ordered.py::test_unordered"] == "passed"
     assert "test_ordered.py::test_ordering_a_test_class could not be judged" in process.reason
+
+
+def test_the_weak_references_of_a_stand_in_are_not_the_objects(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "refs.py": (
+                "def callables(obj):\n    found = []\n    for name in dir(obj):\n"
+                "        try:\n            value = getattr(obj, name)\n"
+                "        except Exception:\n            continue\n"
+                "        if callable(value) and name == '__weakref__':\n"
+                "            found.append(name)\n    return found\n\n\n"
+                "class Thing:\n    pass\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_refs.py": (
+                "import refs\n\n\nclass Target:\n    pass\n\n\n"
+                "def test_a_judge_object():\n    assert refs.callables(Target()) == []\n\n\n"
+                "def test_a_workspace_object():\n    assert refs.Thing().__weakref__ is None\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_refs.py::test_a_workspace_object"] == "passed"
+
+
+def test_a_method_a_builtin_subclass_defines_again_is_its_own(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "loud.py": (
+                "class Loud(str):\n    def upper(self):\n        return 'LOUD'\n\n\n"
+                "class Hollow(bytes):\n"
+                "    def decode(self, *args):\n        return 'full'\n\n\n"
+                "def loud():\n    return Loud('quiet')\n\n\n"
+                "def hollow():\n    return Hollow()\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_loud.py": (
+                "import loud\n\n\n"
+                "def test_overridden():\n    assert loud.loud().upper() == 'LOUD'\n"
+                "    assert loud.hollow().decode('utf-8') == 'full'\n\n\n"
+                "def test_inherited():\n    assert loud.loud().lower() == 'quiet'\n"
+                "    assert loud.hollow() == b''\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
