@@ -133,7 +133,11 @@ ABSTRACT = (
     ("numbers", "Number"), ("numbers", "Complex"), ("numbers", "Real"),
     ("numbers", "Rational"), ("numbers", "Integral"),
     ("io", "IOBase"), ("io", "RawIOBase"), ("io", "BufferedIOBase"), ("io", "TextIOBase"),
+    ("datetime", "tzinfo"),
 )  # fmt: skip
+# Of those, the ones C code checks by type, not by registration: the stand-in derives
+# from the receiver's own (``datetime(..., tzinfo=mod.Eastern)`` needs a real tzinfo).
+NATIVE = frozenset({"datetime.tzinfo"})
 ABSTRACT_NAMES = frozenset(f"{module}.{name}" for module, name in ABSTRACT)
 RECORD_FIELDS = 13
 # The mutable builtin types a class may derive from: its stand-in claims a class of

@@ -424,6 +424,17 @@ def _claims(cls: type) -> property:
     return property(lambda self: cls)
 
 
+_NATIVE_METHODS = {"tzinfo": ("utcoffset", "dst", "tzname", "fromutc")}
+
+
+def _remote_method(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return _link(self).getattr(self, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
 def _remote_attribute(name: str) -> property:
     def get(self: Any) -> Any:
         return _link(self).getattr(self, name)
@@ -734,7 +745,8 @@ class StandIns:
         stand_in = own if own is not None else self._stand_in_class(number, record, bases, meta)
         if own is None:
             for name in record.abcs:
-                handles.abstract_class(name).register(stand_in)
+                if name not in handles.NATIVE:
+                    handles.abstract_class(name).register(stand_in)
         self.table.keep(number, stand_in, forever=True)
         return stand_in
 
@@ -786,7 +798,12 @@ class StandIns:
             made = type.__new__(self._metaclass(meta), record.name, root, namespace)
         else:
             namespace.update(self._proxy_namespace(record))
-            made = type.__new__(self._metaclass(meta), record.name, (Proxy,), namespace)
+            native = tuple(handles.abstract_class(n) for n in record.abcs if n in handles.NATIVE)
+            for base in native:
+                # The native base's methods would answer here: they are the remote's.
+                for name in _NATIVE_METHODS.get(base.__name__, ()):
+                    namespace.setdefault(name, _remote_method(name))
+            made = type.__new__(self._metaclass(meta), record.name, (Proxy, *native), namespace)
             self._fix_own_doc(made, record)
         type.__setattr__(made, "__qualname__", record.qualname)
         return _copies(made) if not record.flags & handles.EXCEPTION else made

@@ -206,7 +206,7 @@ class Encoder:
                 self._put(part, out, depth + 1)
         elif value is Ellipsis or value is NotImplemented:
             out.append(b"E" if value is Ellipsis else b"K")
-        elif cls in _STDLIB:
+        elif cls in _STDLIB and _by_value(value):
             out += (b"x", bytes((_STDLIB[cls],)))
             self._put(_stdlib_parts(value), out, depth + 1)
         elif issubclass(cls, type) and _builtin_name(value) is not None:
@@ -231,6 +231,7 @@ class Encoder:
             out += (b"I", _L.pack(len(data)), data)
 
 
+_TIMES = frozenset({datetime.datetime, datetime.time})
 # The mutable containers, which cross by value with a mark that says which they are.
 _MARKABLE = frozenset({list, dict, set, bytearray})
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
@@ -276,6 +277,16 @@ def base_value(base: type, value: Any) -> Any:
     if base is bytes or base is tuple:
         return base.__getitem__(value, slice(None))
     return frozenset(frozenset.__iter__(value))
+
+
+def _by_value(value: Any) -> bool:
+    """Whether a stdlib value crosses as data: not a time with a time zone of code's own.
+
+    A ``datetime`` whose ``tzinfo`` is an object of this side (a class of the tests or
+    of the workspace) crosses as a handle, so that its offsets are that object's.
+    """
+    tz = getattr(value, "tzinfo", None) if type(value) in _TIMES else None
+    return tz is None or type(tz) is datetime.timezone or type(tz).__module__ == "zoneinfo"
 
 
 def _tz_parts(tz: datetime.tzinfo | None) -> Any:

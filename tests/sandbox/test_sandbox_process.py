@@ -1600,3 +1600,33 @@ def test_a_method_a_builtin_subclass_defines_again_is_its_own(task: SimpleNamesp
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed
     assert process.passed, process.reason
+
+
+def test_a_workspace_time_zone_is_a_time_zone(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "zones.py": (
+                "import datetime\n\n\nclass Fixed(datetime.tzinfo):\n"
+                "    def utcoffset(self, dt):\n        return datetime.timedelta(hours=-5)\n\n"
+                "    def dst(self, dt):\n        return datetime.timedelta(0)\n\n"
+                "    def tzname(self, dt):\n        return 'EST'\n\n\nEastern = Fixed()\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_zones.py": (
+                "import datetime\nimport zones\n\n\n"
+                "def test_aware():\n"
+                "    noon = datetime.datetime(2011, 11, 6, 12, tzinfo=zones.Eastern)\n"
+                "    assert noon.utcoffset() == datetime.timedelta(hours=-5)\n"
+                "    assert noon.tzname() == 'EST'\n"
+                "    assert isinstance(zones.Eastern, datetime.tzinfo)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
