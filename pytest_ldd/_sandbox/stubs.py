@@ -788,6 +788,7 @@ class StandIns:
             chosen = [b for b in bases if issubclass(b, BaseException)] or [Exception]
             namespace["__str__"] = _exception_str
             namespace["__getattr__"] = _exception_getattr
+            namespace["__weakref__"] = _remote_attribute("__weakref__")
             try:
                 made = type.__new__(self._exception_meta, record.name, tuple(chosen), namespace)
             except TypeError:  # the builtin bases' layouts conflict: keep the nearest one

@@ -1562,7 +1562,9 @@ def test_the_weak_references_of_a_stand_in_are_not_the_objects(task: SimpleNames
         {
             "test_refs.py": (
                 "import refs\n\n\nclass Target:\n    pass\n\n\n"
+                "class Oops(Exception):\n    pass\n\n\n"
                 "def test_a_judge_object():\n    assert refs.callables(Target()) == []\n\n\n"
+                "def test_a_judge_exception():\n    assert refs.callables(Oops()) == []\n\n\n"
                 "def test_a_workspace_object():\n    assert refs.Thing().__weakref__ is None\n"
             )
         },
