@@ -206,7 +206,7 @@ class Encoder:
                 self._put(part, out, depth + 1)
         elif value is Ellipsis or value is NotImplemented:
             out.append(b"E" if value is Ellipsis else b"K")
-        elif cls in _STDLIB and _by_value(value):
+        elif cls in _STDLIB:
             out += (b"x", bytes((_STDLIB[cls],)))
             self._put(_stdlib_parts(value), out, depth + 1)
         elif issubclass(cls, type) and _builtin_name(value) is not None:
@@ -231,7 +231,6 @@ class Encoder:
             out += (b"I", _L.pack(len(data)), data)
 
 
-_TIMES = frozenset({datetime.datetime, datetime.time})
 # The mutable containers, which cross by value with a mark that says which they are.
 _MARKABLE = frozenset({list, dict, set, bytearray})
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
@@ -279,16 +278,6 @@ def base_value(base: type, value: Any) -> Any:
     return frozenset(frozenset.__iter__(value))
 
 
-def _by_value(value: Any) -> bool:
-    """Whether a stdlib value crosses as data: not a time with a time zone of code's own.
-
-    A ``datetime`` whose ``tzinfo`` is an object of this side (a class of the tests or
-    of the workspace) crosses as a handle, so that its offsets are that object's.
-    """
-    tz = getattr(value, "tzinfo", None) if type(value) in _TIMES else None
-    return tz is None or type(tz) is datetime.timezone or type(tz).__module__ == "zoneinfo"
-
-
 def _tz_parts(tz: datetime.tzinfo | None) -> Any:
     if tz is None:
         return None
@@ -299,8 +288,9 @@ def _tz_parts(tz: datetime.tzinfo | None) -> Any:
     key = getattr(tz, "key", None)
     if type(tz).__module__ == "zoneinfo" and type(key) is str:
         return ("zone", key)
-    msg = f"a time zone of type {type(tz).__qualname__} cannot cross"
-    raise CannotCross(msg)
+    # A time zone of code's own (the workspace's or the tests'): the object itself,
+    # which crosses as a handle (the receiver's stand-in is a real tzinfo).
+    return ("object", tz)
 
 
 def _stdlib_parts(value: Any) -> Any:
@@ -509,6 +499,9 @@ def _tz_value(parts: Any) -> datetime.tzinfo | None:
         except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
             msg = f"an unknown time zone {parts[1]!r:.80}"
             raise WireError(msg) from exc
+    object_zone = type(parts) is tuple and len(parts) == 2 and parts[0] == "object"
+    if object_zone and isinstance(parts[1], datetime.tzinfo):
+        return parts[1]
     msg = "a malformed time zone"
     raise WireError(msg)
 

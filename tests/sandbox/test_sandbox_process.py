@@ -1625,7 +1625,10 @@ def test_a_workspace_time_zone_is_a_time_zone(task: SimpleNamespace) -> None:
                 "    noon = datetime.datetime(2011, 11, 6, 12, tzinfo=zones.Eastern)\n"
                 "    assert noon.utcoffset() == datetime.timedelta(hours=-5)\n"
                 "    assert noon.tzname() == 'EST'\n"
-                "    assert isinstance(zones.Eastern, datetime.tzinfo)\n"
+                "    assert isinstance(zones.Eastern, datetime.tzinfo)\n\n\n"
+                "def test_converted():\n"
+                "    utc = datetime.datetime(2011, 11, 6, 17, tzinfo=datetime.timezone.utc)\n"
+                "    assert utc.astimezone(zones.Eastern).hour == 12\n"
             )
         },
     )
