@@ -106,6 +106,7 @@ def is_stand_in(value: Any) -> bool:
         or isinstance(value, stubs.RemoteMeta)
     )
 
+
 __all__ = [
     "Connection",
     "IsolationError",
