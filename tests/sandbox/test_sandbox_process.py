@@ -1635,3 +1635,22 @@ def test_a_workspace_time_zone_is_a_time_zone(task: SimpleNamespace) -> None:
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed
     assert process.passed, process.reason
+
+
+def test_every_test_of_a_large_suite_may_meet_a_limit(task: SimpleNamespace) -> None:
+    _write(task.ws, {"many.py": "def name_of(thing):\n    return thing.__name__\n"})
+    _write(
+        task.hidden,
+        {
+            "test_many.py": (
+                "import os\nimport pytest\nimport many\n\n\n"
+                "@pytest.mark.parametrize('n', range(250))\n"
+                "def test_module(n):\n    assert many.name_of(os) == 'os'\n"
+            )
+        },
+    )
+    # Each of the 250 failures is explained by its limit, past the first 200 too.
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert set(verdict.outcomes.values()) == {"failed"}
+    assert verdict.inconclusive, verdict.reason
+    assert not verdict.tampered
