@@ -34,7 +34,7 @@ else:
 __all__ = ["SUBJECT_MODULES", "Boot", "BootError"]
 
 # The modules the subject runs, in the order it loads them (each may use the earlier).
-SUBJECT_MODULES = ("wire", "handles", "stubs", "calls", "rng", "subject")
+SUBJECT_MODULES = ("wire", "containers", "handles", "stubs", "calls", "rng", "subject")
 _HELLO_S = 30.0
 
 

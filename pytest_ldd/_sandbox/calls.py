@@ -26,9 +26,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
-    from pytest_ldd._sandbox import handles, stubs, wire
+    from pytest_ldd._sandbox import containers, handles, stubs, wire
 else:
     wire = sys.modules.get("_ldd_wire") or importlib.import_module("pytest_ldd._sandbox.wire")
+    containers = sys.modules.get("_ldd_containers") or importlib.import_module(
+        "pytest_ldd._sandbox.containers"
+    )
     handles = sys.modules.get("_ldd_handles") or importlib.import_module(
         "pytest_ldd._sandbox.handles"
     )
@@ -216,6 +219,11 @@ OPS: dict[str, Callable[..., Any]] = {
     "trunc": lambda o: o.__trunc__(), "floor": lambda o: o.__floor__(),
     "ceil": lambda o: o.__ceil__(),
     "enter": lambda obj: obj.__enter__(), "exit": _exit,
+    # The descriptor protocol, for an object kept in a class of the other side.
+    "get": lambda obj, instance, owner: type(obj).__get__(obj, instance, owner),
+    "set": lambda obj, instance, value: type(obj).__set__(obj, instance, value),
+    "delete": lambda obj, instance: type(obj).__delete__(obj, instance),
+    "set_name": lambda obj, owner, name: type(obj).__set_name__(obj, owner, name),
 }  # fmt: skip
 # Binary operators call one special method of the object asked, never the whole
 # operator protocol: its reflected half is the asker's own to try, with its own
@@ -284,11 +292,17 @@ class Calls:
         # How many requests this side asked: stand-ins tell what came right after what.
         self.count = 0
         self.on_error: Callable[[BaseException], BaseException] | None = None
+        # The lists, dicts and sets that crossed during the test, both ways.
+        self.containers = containers.Containers()
         self.peer = wire.Peer(
             read_fd,
             write_fd,
-            encoder=wire.Encoder(self.reference, begin=table.begin, end=table.end),
-            decoder=wire.Decoder({other: stand_ins.resolve, own: self.lent}),
+            encoder=wire.Encoder(
+                self.reference, begin=table.begin, end=table.end, mark=self.containers.mark
+            ),
+            decoder=wire.Decoder(
+                {other: stand_ins.resolve, own: self.lent}, marked=self.containers.marked
+            ),
             serve=self.serve,
             fail=self.fail,
             raise_error=self.raise_error,
@@ -308,6 +322,10 @@ class Calls:
             # With every message, not only requests: an object the other side lent
             # dies when the last of its stand-ins here does, as in one process.
             self.peer.outbox.append((6, released))
+        changed = self.containers.changed()
+        if changed:
+            # Sent again, they update the other side's copies (or originals) in place.
+            self.peer.outbox.append((8, changed))
         if self.also_before_send is not None:
             self.also_before_send()
 

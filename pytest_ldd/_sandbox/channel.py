@@ -50,7 +50,11 @@ OUTCOMES = frozenset({"passed", "failed", "error", "skipped"})
 MAX_RECORD_BYTES = 1024 * 1024
 MAX_CONTAINERS = 8
 _MAX_LIARS = 20
-_MAX_INCONCLUSIVE = 200
+# Every test of a large suite may meet a limit: each one's record is kept, so that no
+# failure it explains goes unexplained; past the first few hundred, with a short detail.
+_MAX_INCONCLUSIVE = 20_000
+_DETAILED_INCONCLUSIVE = 200
+_SHORT_DETAIL_CHARS = 200
 _DETAIL_CHARS = 2000
 _MAX_INTEGRITY = 20
 _LEVELS = frozenset({"landlock", "none"})
@@ -161,7 +165,10 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                 log.liars.append((str(record["id"])[:500], str(record["detail"])[:500]))
         elif kind == "inconclusive":
             if len(log.inconclusive) < _MAX_INCONCLUSIVE:
-                detail = str(record["detail"])[:_DETAIL_CHARS]
+                chars = _DETAIL_CHARS
+                if len(log.inconclusive) >= _DETAILED_INCONCLUSIVE:
+                    chars = _SHORT_DETAIL_CHARS
+                detail = str(record["detail"])[:chars]
                 log.inconclusive.append((str(record["id"])[:500], detail))
         elif kind == "internal_error":
             if log.internal_error is None:

@@ -50,6 +50,7 @@ SPECIAL = (
     "__call__", "__len__", "__iter__", "__next__", "__getitem__", "__setitem__",
     "__delitem__", "__contains__", "__bool__", "__enter__", "__exit__", "__reversed__",
     "__length_hint__", "__fspath__", "__copy__", "__deepcopy__",
+    "__get__", "__set__", "__delete__", "__set_name__",
     "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
     "__matmul__", "__lshift__", "__rshift__", "__and__", "__or__", "__xor__",
     "__divmod__", "__radd__", "__rsub__", "__rmul__", "__rtruediv__", "__rfloordiv__",
@@ -67,6 +68,7 @@ OBJECT_PROTOCOL = (
     "__str__", "__format__",
 )  # fmt: skip
 SPECIAL_NAMES = frozenset(SPECIAL + OBJECT_PROTOCOL)
+ORDERINGS = ("__lt__", "__le__", "__gt__", "__ge__")
 
 # Class record flags.
 HASHABLE, EXCEPTION, METACLASS, OWN_DOC, ITER_SELF = 1, 2, 4, 8, 16
@@ -130,9 +132,14 @@ ABSTRACT = (
     ("collections.abc", "ItemsView"), ("collections.abc", "ValuesView"),
     ("numbers", "Number"), ("numbers", "Complex"), ("numbers", "Real"),
     ("numbers", "Rational"), ("numbers", "Integral"),
+    ("io", "IOBase"), ("io", "RawIOBase"), ("io", "BufferedIOBase"), ("io", "TextIOBase"),
+    ("datetime", "tzinfo"),
 )  # fmt: skip
+# Of those, the ones C code checks by type, not by registration: the stand-in derives
+# from the receiver's own (``datetime(..., tzinfo=mod.Eastern)`` needs a real tzinfo).
+NATIVE = frozenset({"datetime.tzinfo"})
 ABSTRACT_NAMES = frozenset(f"{module}.{name}" for module, name in ABSTRACT)
-RECORD_FIELDS = 12
+RECORD_FIELDS = 13
 # The mutable builtin types a class may derive from: its stand-in claims a class of
 # that base as its ``__class__``, so ``isinstance(obj, dict)`` holds (see stubs).
 CONTAINERS = (dict, list, set, bytearray)
@@ -184,6 +191,9 @@ def class_record(klass: type) -> tuple[Any, ...]:
         special = tuple(n for n in SPECIAL + OBJECT_PROTOCOL if _overrides(klass, base, n))
     else:
         special = tuple(n for n in SPECIAL if _defined(klass, n))
+        # The orderings the class has beyond object's: ``functools.total_ordering``
+        # and its kin read them off the class.
+        special += tuple(n for n in ORDERINGS if _overrides(klass, object, n))
     flags = HASHABLE if _defined(klass, "__hash__") else 0
     if type.__subclasscheck__(BaseException, klass):
         flags |= EXCEPTION
@@ -213,7 +223,19 @@ def class_record(klass: type) -> tuple[Any, ...]:
         _namedtuple_fields(klass),
         _abcs(klass),
         _container_base(klass) if builtin is None else None,
+        _overridden(klass, base) if base is not None and builtin is None else (),
     )
+
+
+_BASE_METHODS: dict[type, tuple[str, ...]] = {}
+
+
+def _overridden(klass: type, base: type) -> tuple[str, ...]:
+    """The public methods of the value base ``base`` that ``klass`` defines again."""
+    names = _BASE_METHODS.get(base)
+    if names is None:
+        names = _BASE_METHODS[base] = tuple(n for n in dir(base) if not n.startswith("_"))
+    return tuple(n for n in names if _overrides(klass, base, n))
 
 
 class ClassRecord:
@@ -228,6 +250,7 @@ class ClassRecord:
         "fields",
         "flags",
         "meta",
+        "methods",
         "module",
         "mro",
         "qualname",
@@ -241,7 +264,14 @@ class ClassRecord:
             msg = "a malformed class record"
             raise wire.WireError(msg)
         module, qualname, bases, meta, special, builtin, flags, value, doc, fields, abcs = raw[:11]
-        container = raw[11]
+        container, methods = raw[11], raw[12]
+        if type(methods) is not tuple or not all(
+            type(m) is str and m.isidentifier() for m in methods[:_MAX_FIELDS]
+        ):
+            msg = "a class record with malformed overridden methods"
+            raise wire.WireError(msg)
+        # The methods of the value base the class overrides (a value mirror asks for them).
+        self.methods: tuple[str, ...] = methods[:_MAX_FIELDS]
         if container is not None and container not in {b.__name__ for b in CONTAINERS}:
             msg = f"a class record with an unknown container base {container!r:.40}"
             raise wire.WireError(msg)

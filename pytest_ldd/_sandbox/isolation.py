@@ -26,8 +26,8 @@ _HERE = Path(__file__).parent
 # The judge's files, staged beside the runner's own (runner.py, confinement.py,
 # integrity.py, staged already), and copied into a judge's zygote.
 JUDGE_FILES = (
-    "judge_runner.py", "wire.py", "handles.py", "stubs.py", "calls.py", "boot.py", "rng.py",
-    "proxies.py", "subject.py",
+    "judge_runner.py", "wire.py", "containers.py", "handles.py", "stubs.py", "calls.py",
+    "boot.py", "rng.py", "proxies.py", "subject.py",
 )  # fmt: skip
 
 

@@ -366,8 +366,17 @@ def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> list[
         by_base.setdefault(_base(nodeid), []).append(nodeid)
     manipulated: list[str] = []
     matched: list[str] = []
+    # A twin, or its original, that met a limit of the isolation proves nothing: what
+    # the workspace computed there is not what one process would have compared.
+    limited = {test_id for test_id, _ in log.inconclusive if test_id}
     for twin, original in sorted(suite.twins.items()):
         lines = suite.twin_lines.get(twin)
+        if any(
+            i in limited or _base(i) in limited or _file(i) in limited
+            for i in (*by_base.get(twin, ()), *by_base.get(original, ()))
+        ):
+            found.twins_untested += 1
+            continue
         held = False
         for nodeid in by_base.get(twin, ()):
             outcome = log.tests[nodeid]

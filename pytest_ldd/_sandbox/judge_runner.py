@@ -39,7 +39,7 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 # The modules of process isolation, in the order they load (each may use the earlier).
-_JUDGE_MODULES = ("wire", "handles", "stubs", "calls", "boot", "rng", "proxies")
+_JUDGE_MODULES = ("wire", "containers", "handles", "stubs", "calls", "boot", "rng", "proxies")
 # What a zygote loaded once (see :func:`warm_up`): the judge's modules by their names
 # in ``sys.modules`` and, under "sources", the subject's files.  Empty in a cold judge.
 _WARM: dict[str, Any] = {}
@@ -157,6 +157,7 @@ def main() -> int:
         workspace_like=proxies.is_stand_in,
         opaque=probes.opaque_probe(crossing=True),
     )
+    proxies.watch_identities(str(settings["suite"]), connection)
     guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)

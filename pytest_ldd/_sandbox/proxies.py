@@ -32,6 +32,7 @@ plugin hooks); the judge loads it from a file.
 
 from __future__ import annotations
 
+import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -62,6 +63,35 @@ SubjectError = calls.SubjectError
 Proxy = stubs.Proxy
 
 
+def watch_identities(suite: str, connection: Connection) -> None:
+    """``id()`` of a stand-in, taken by the hidden tests, is a limit of the test.
+
+    The judge holds a stand-in only while something refers to it, so that the object
+    it stands for dies when one process would let it die; a stand-in made again for
+    the same object may get another address.  ``id(mod.thing)`` taken twice can thus
+    differ where one process gives one number (``is`` holds while both are referred
+    to).  Only calls from the hidden tests' own files count: the standard library's
+    (``copy.deepcopy``'s memo) and pytest's uses of ``id`` are not the test's.
+    """
+    identity = builtins.id
+    getframe = sys._getframe
+    kinds = (stubs.Proxy, stubs.ValueProxy)
+
+    def id(obj: Any, /) -> int:
+        if isinstance(obj, kinds) and getframe(1).f_code.co_filename.startswith(suite):
+            connection.limit(_IDENTITY)
+        return identity(obj)
+
+    id.__doc__ = identity.__doc__
+    builtins.id = id
+
+
+_IDENTITY = (
+    "the test took the id() of a workspace object: its stand-in in the judge may be"
+    " made anew between two uses, with another address"
+)
+
+
 def is_stand_in(value: Any) -> bool:
     """Whether ``value`` stands for a workspace object: its comparisons run in the subject.
 
@@ -75,6 +105,7 @@ def is_stand_in(value: Any) -> bool:
         or type.__subclasscheck__(stubs.ValueProxy, kind)
         or isinstance(value, stubs.RemoteMeta)
     )
+
 
 __all__ = [
     "Connection",
@@ -99,7 +130,12 @@ _READ_AHEAD = (
 # Bytes the subject may send during one test (or collection) before it counts as
 # flooding; a long suite of honest tests sends far more than this in all.
 BUDGET_BYTES = 512 * 1024 * 1024
+_CONCURRENT = (
+    "threads of the test used workspace objects at the same time: the judge talks to"
+    " the subject one request at a time, so they ran one after another"
+)
 _REASON_CHARS = 2000
+_LIMITS_PER_TEST = 1000
 
 
 # -- what the subject may do with the judge's objects --------------------------------------
@@ -184,6 +220,9 @@ _SETTABLE = frozenset(
 _SERVED = frozenset(calls.OPS)
 # Operations that only compare or print a class, which any class may be asked.
 _ON_ANY_CLASS = frozenset({"repr", "str", "format", "hash", "eq", "ne", "bool", "dir"})
+# Operations that run the target's own code, as a call does (the descriptor protocol
+# binds a function, runs a property's getter or setter).
+_CALLING = frozenset({"call", "callsync", "get", "set", "delete", "set_name"})
 
 
 class Withheld:
@@ -345,7 +384,7 @@ class JudgePolicy:
             if reason is not None:
                 msg = f"isolation='process' does not let workspace code use {reason} in the judge"
                 raise IsolationError(msg)
-        if op in ("call", "callsync"):
+        if op in _CALLING:
             reason = self.refusal(target)
             if reason is not None:
                 msg = f"isolation='process' does not let workspace code call {reason} in the judge"
@@ -425,11 +464,13 @@ class Connection:
             lock=self.lock,
         )
         self.calls.on_error = self._raised
-        self.calls.also_before_send = self.random.before_send
+        self.environment = EnvironmentSync(self)
+        self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
         self.peer.on_released = self.table.release
         self.peer.on_cannot_cross = self.refuse
+        self.calls.containers.on_limit = self.limit
         self.remote_errors: dict[int, BaseException] = {}
         # (module number, name) -> the stand-in that ``module.name`` gave; the subject
         # says when one changes (see subject.ModuleWatch).
@@ -500,28 +541,42 @@ class Connection:
             msg = f"process isolation: the subject is gone: {self.boot.broken}"
             self.failures.append(msg)  # this test fails too, whatever it catches
             raise SubjectError(msg)
-        with self.lock:
-            if "tracemalloc" in sys.modules and sys.modules["tracemalloc"].is_tracing():
-                self.limit(_MEMORY)
-            try:
-                return self.calls.request(op, args)
-            except wire.CannotCross as exc:
-                # What the test handed over cannot be encoded: this test's limit.
-                reason = f"isolation='process' cannot carry what was handed over: {exc}"
-                raise self.refuse(reason) from None
-            except wire.WireError as exc:
-                reason = self._break(str(exc))
-                msg = f"process isolation: {reason}"
-                raise SubjectError(msg) from None
-            except IsolationError as exc:
-                if isolate:
-                    self.limit(str(exc))
-                raise
-            except RecursionError as exc:
-                if id(exc) in self.remote_errors:
-                    raise  # the workspace's own, raised in the subject: the test's to see
-                reason = self._break("requests nested too deep between judge and subject")
-                raise SubjectError(reason) from None
+        if not self.lock.acquire(blocking=False):
+            # Another thread of the test is in a conversation with the subject: this one
+            # waits its turn, where in one process both would run at once (and a thread
+            # that waits in the subject for what this one would do never sees it).
+            self.limit(_CONCURRENT)
+            self.lock.acquire()
+        try:
+            return self._request(op, args, isolate)
+        finally:
+            self.lock.release()
+
+    def _request(self, op: str, args: tuple[Any, ...], isolate: bool) -> Any:
+        """One request, with the lock held: its answer, or its exception raised here."""
+        # Read without importing, and safely while another thread is importing it.
+        tracing = getattr(sys.modules.get("tracemalloc"), "is_tracing", None)
+        if tracing is not None and tracing():
+            self.limit(_MEMORY)
+        try:
+            return self.calls.request(op, args)
+        except wire.CannotCross as exc:
+            # What the test handed over cannot be encoded: this test's limit.
+            reason = f"isolation='process' cannot carry what was handed over: {exc}"
+            raise self.refuse(reason) from None
+        except wire.WireError as exc:
+            reason = self._break(str(exc))
+            msg = f"process isolation: {reason}"
+            raise SubjectError(msg) from None
+        except IsolationError as exc:
+            if isolate:
+                self.limit(str(exc))
+            raise
+        except RecursionError as exc:
+            if id(exc) in self.remote_errors:
+                raise  # the workspace's own, raised in the subject: the test's to see
+            reason = self._break("requests nested too deep between judge and subject")
+            raise SubjectError(reason) from None
 
     def binary(self, op: str, left: Any, right: Any) -> Any:
         try:
@@ -556,9 +611,18 @@ class Connection:
         return IsolationError(reason)
 
     def limit(self, reason: str) -> None:
-        """This test met a limit of the isolation: the verdict cannot vouch for it."""
-        if len(self.limits) < 10_000:
+        """This test met a limit of the isolation: the verdict cannot vouch for it.
+
+        Bounded per test, never per run: a test that meets the same limit on each of
+        ten thousand requests (memory traced in a loop) must not use up what later
+        tests need to report theirs (the list is cleared when a test ends).
+        """
+        if len(self.limits) < _LIMITS_PER_TEST:
             self.limits.append(reason[:_REASON_CHARS])
+
+    def _before_send(self) -> None:
+        self.random.before_send()
+        self.environment.before_send()
 
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""
@@ -581,17 +645,57 @@ class Connection:
             self.module_attributes.pop(payload, None)
         elif stream == 7:
             self.random.said()
-        else:
+        elif stream not in (9, 10):  # the judge says these, never the subject
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
-        """Forget what only the test that ended could still hold."""
+        """Forget what only the test that ended could still hold (its limits are reported)."""
         self.peer.received = 0
+        self.limits.clear()
+        # What crossed during the test is no longer the same object on both sides.
+        self.calls.containers.forget()
+        if self.started and self.boot.broken is None:
+            self.peer.outbox.append((9, 0))
         if self.drains.leftovers():
             self.limit(_READ_AHEAD)
         self.remote_errors.clear()
         self.calls.tracebacks.clear()
         self.table.sweep()
+
+
+class EnvironmentSync:
+    """``os.environ`` as the hidden tests set it, in the subject too.
+
+    A test that sets a variable (``monkeypatch.setenv``) and then calls workspace code
+    that reads it must see it read, as in one process.  Before each message, the
+    judge compares its environment with the one it last told the subject about (a
+    dict comparison of a few dozen entries) and sends what changed as
+    ``("o", 10, {name: value or None})``.  Changes the workspace makes stay in the
+    subject: the judge never takes its environment from the process under test.
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.told = dict(_environ_data())
+
+    def before_send(self) -> None:
+        now = _environ_data()
+        if now == self.told:
+            return
+        changed: dict[str, str | None] = {}
+        for key in self.told.keys() - now.keys():
+            changed[os.fsdecode(key)] = None
+        for key, value in now.items():
+            if self.told.get(key) != value:
+                changed[os.fsdecode(key)] = os.fsdecode(value)
+        self.told = dict(now)
+        self.connection.peer.outbox.append((10, changed))
+
+
+def _environ_data() -> dict[Any, Any]:
+    # The mapping os.environ keeps its encoded entries in: compared without a copy.
+    data = getattr(os.environ, "_data", None)
+    return data if type(data) is dict else dict(os.environ)
 
 
 class RandomSync:
@@ -860,8 +964,8 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
 
         def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
             self._report_limits(nodeid, self.limits_seen)
-            self.limits_seen = len(connection.limits)
             connection.end_of_test()
+            self.limits_seen = len(connection.limits)
 
         def _cached_limit(self, item: Any, exc: BaseException) -> None:
             """A fixture of this test failed on a limit in an earlier test: this one met it."""

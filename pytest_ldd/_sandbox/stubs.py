@@ -149,6 +149,21 @@ class Proxy:
         )
         raise _link(self).refuse(msg)
 
+    def __del__(self) -> None:
+        # The side's table holds one weak reference; any other is code's own, and it
+        # now dies with the stand-in, where the object itself may live on.
+        try:
+            if weakref.getweakrefcount(self) > 1:
+                _link(self).refuse(_WEAKLY_HELD)
+        except Exception:  # a finalizer must not raise, even at shutdown
+            pass
+
+
+_WEAKLY_HELD = (
+    "code held a weak reference to an object of the other process: its stand-in here"
+    " died, where the object itself may live on"
+)
+
 
 class ValueProxy:
     """The mixin of value mirrors: a builtin value whose other uses are requests."""
@@ -314,6 +329,10 @@ def _exit(self: Any, cls: Any, exc: Any, tb: Any) -> Any:
     return _link(self).request("exit", self, cls, exc, line)
 
 
+def _descriptor_get(self: Any, instance: Any, owner: Any = None) -> Any:
+    return _link(self).request("get", self, instance, owner)
+
+
 _NUMERIC = (
     "add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "lshift", "rshift",
     "and", "or", "xor", "divmod",
@@ -339,6 +358,12 @@ def _special_methods() -> dict[str, Any]:
         "__copy__": _method("copy", 0),
         "__deepcopy__": _remote_deepcopy,
         "__round__": _method("round", 2),
+        # A stand-in kept in a class of this side (a workspace decorator on a test
+        # class's method) binds, caches and sets as its remote class says.
+        "__get__": _descriptor_get,
+        "__set__": _method("set", 2),
+        "__delete__": _method("delete", 2),
+        "__set_name__": _method("set_name", 2),
     }
     for name in _NUMERIC:
         table[f"__{name}__"] = _method(name, 1)
@@ -384,13 +409,33 @@ _CLAIMED = {
     "code": types.CodeType,
     "mappingproxy": types.MappingProxyType,
 }
+# The iterators and views of the builtin containers, which ``reversed(x).__class__``
+# and ``type(iter(x))`` name: claimed the same way.
+_MADE: tuple[Any, ...] = (
+    iter([]), reversed([]), iter(()), iter(range(0)), iter(range(2**64)), iter(set()),
+    iter(""), iter("\u00e9"), iter(b""), iter(bytearray()), iter({}), iter({}.values()),
+    iter({}.items()), reversed({}), reversed({}.values()), reversed({}.items()),
+    {}.keys(), {}.values(), {}.items(), iter(int, 0),
+)  # fmt: skip
+_CLAIMED.update((type(made).__name__, type(made)) for made in _MADE)
 
 
 def _claims(cls: type) -> property:
     return property(lambda self: cls)
 
 
-def _own_doc(name: str) -> property:
+_NATIVE_METHODS = {"tzinfo": ("utcoffset", "dst", "tzname", "fromutc")}
+
+
+def _remote_method(name: str) -> Any:
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return _link(self).getattr(self, name)(*args, **kwargs)
+
+    method.__name__ = name
+    return method
+
+
+def _remote_attribute(name: str) -> property:
     def get(self: Any) -> Any:
         return _link(self).getattr(self, name)
 
@@ -700,7 +745,8 @@ class StandIns:
         stand_in = own if own is not None else self._stand_in_class(number, record, bases, meta)
         if own is None:
             for name in record.abcs:
-                handles.abstract_class(name).register(stand_in)
+                if name not in handles.NATIVE:
+                    handles.abstract_class(name).register(stand_in)
         self.table.keep(number, stand_in, forever=True)
         return stand_in
 
@@ -742,6 +788,7 @@ class StandIns:
             chosen = [b for b in bases if issubclass(b, BaseException)] or [Exception]
             namespace["__str__"] = _exception_str
             namespace["__getattr__"] = _exception_getattr
+            namespace["__weakref__"] = _remote_attribute("__weakref__")
             try:
                 made = type.__new__(self._exception_meta, record.name, tuple(chosen), namespace)
             except TypeError:  # the builtin bases' layouts conflict: keep the nearest one
@@ -752,7 +799,12 @@ class StandIns:
             made = type.__new__(self._metaclass(meta), record.name, root, namespace)
         else:
             namespace.update(self._proxy_namespace(record))
-            made = type.__new__(self._metaclass(meta), record.name, (Proxy,), namespace)
+            native = tuple(handles.abstract_class(n) for n in record.abcs if n in handles.NATIVE)
+            for base in native:
+                # The native base's methods would answer here: they are the remote's.
+                for name in _NATIVE_METHODS.get(base.__name__, ()):
+                    namespace.setdefault(name, _remote_method(name))
+            made = type.__new__(self._metaclass(meta), record.name, (Proxy, *native), namespace)
             self._fix_own_doc(made, record)
         type.__setattr__(made, "__qualname__", record.qualname)
         return _copies(made) if not record.flags & handles.EXCEPTION else made
@@ -786,6 +838,11 @@ class StandIns:
         namespace: dict[str, Any] = {
             name: SPECIAL[name] for name in record.special if name not in _VALUE_ONLY
         }
+        for name in handles.ORDERINGS:
+            # An ordering the remote class lacks is object's here too: it answers
+            # NotImplemented, and the other operand's reflected method is tried.
+            if name not in record.special:
+                namespace[name] = getattr(object, name)
         if "__next__" in namespace and "__length_hint__" not in namespace:
             namespace["__length_hint__"] = _own_hint
         if record.flags & handles.ITER_SELF and "__iter__" in namespace:
@@ -800,8 +857,10 @@ class StandIns:
             type.__setattr__(shadow, "__module__", record.module)
             namespace["__class__"] = _claims(shadow)
         namespace["__slots__"] = ()
+        # The weak references here are this side's table's, not the object's own.
+        namespace["__weakref__"] = _remote_attribute("__weakref__")
         if record.flags & handles.OWN_DOC:
-            namespace["__doc__"] = _own_doc("__doc__")
+            namespace["__doc__"] = _remote_attribute("__doc__")
         if not record.flags & handles.HASHABLE:
             namespace["__hash__"] = None
         return namespace
@@ -810,11 +869,15 @@ class StandIns:
     def _fix_own_doc(made: type, record: handles.ClassRecord) -> None:
         if record.flags & handles.OWN_DOC:
             # Instances of this class (functions, methods) carry their own __module__.
-            type.__setattr__(made, "__module__", _own_doc("__module__"))
+            type.__setattr__(made, "__module__", _remote_attribute("__module__"))
 
     @staticmethod
     def _value_namespace(record: handles.ClassRecord) -> dict[str, Any]:
         namespace: dict[str, Any] = {name: SPECIAL[name] for name in record.special}
+        for name in record.methods:
+            # A method the class defines again (``decode`` of a bytes subclass) is its
+            # own, asked of the owner; the builtin's would answer from the value alone.
+            namespace[name] = _remote_attribute(name)
         if record.fields is not None:
             namespace["_fields"] = record.fields
             for index, field in enumerate(record.fields):
@@ -834,7 +897,7 @@ class StandIns:
             namespace = self._proxy_namespace(record)
             namespace.update(self._namespace(record))
             if record.flags & handles.OWN_DOC:
-                namespace["__doc__"] = _own_doc("__doc__")
+                namespace["__doc__"] = _remote_attribute("__doc__")
             found = _copies(type(record.name, (Proxy,), namespace))
             type.__setattr__(found, "__qualname__", record.qualname)
             self._fix_own_doc(found, record)

@@ -179,6 +179,7 @@ class Subject:
         self.calls.ops = {**OPS, "modattr": self.watch.getattr, "getrandom": self.random.get}
         self.peer.on_output = self._output
         self.peer.on_cannot_cross = self.refuse
+        self.calls.containers.on_limit = self.note
         # The thread that serves the judge: the only one that may call the judge back.
         self.serving = threading.get_ident()
 
@@ -189,6 +190,16 @@ class Subject:
     def _output(self, stream: int, payload: Any) -> None:
         if stream == 7 and payload:  # the judge's generator drew: take its state
             self.random.received(payload)
+        elif stream == 9:  # a test ended: what crossed in it is forgotten
+            self.calls.containers.forget()
+        elif stream == 10:  # the tests changed the environment
+            for key, value in payload.items():
+                if type(key) is not str or (value is not None and type(value) is not str):
+                    continue
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
     # -- what stand-ins of judge objects ask -------------------------------------------
     def request(self, op: str, *args: Any) -> Any:
@@ -214,7 +225,10 @@ class Subject:
     def getattr(self, obj: Any, name: str) -> Any:
         if name == "__signature__":
             return calls.signature_from(self.request("signature", obj))
-        return self.request("getattr", obj, name)
+        value = self.request("getattr", obj, name)
+        if name == "__dict__" and type(value) is dict:
+            return CopiedNamespace(value, self.note)
+        return value
 
     def protocol(self, reason: str) -> BaseException:
         return RuntimeError(f"process isolation: the judge answered badly: {reason}")
@@ -226,6 +240,60 @@ class Subject:
     def note(self, reason: str) -> None:
         """Tell the judge, with the next message, that this test met a limit."""
         self.peer.outbox.append((4, str(reason)[:2000]))
+
+
+class CopiedNamespace(dict):  # type: ignore[type-arg]
+    """The ``__dict__`` of a judge object: a copy, so a change to it is a limit.
+
+    Workspace code that caches into an object's namespace (``obj.__dict__[name] =
+    value``, as cached properties do) would change only this copy; the judge's object
+    never sees it, so the test is one the verdict cannot vouch for.
+    """
+
+    __slots__ = ("_note",)
+
+    def __init__(self, items: dict[Any, Any], note: Any) -> None:
+        super().__init__(items)
+        self._note = note
+
+    def _changed(self) -> None:
+        self._note(
+            "workspace code changed the __dict__ of a judge object: it holds a copy, so"
+            " the judge's object does not change"
+        )
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._changed()
+        super().__setitem__(key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._changed()
+        super().__delitem__(key)
+
+    def update(self, *args: Any, **kwargs: Any) -> None:
+        self._changed()
+        super().update(*args, **kwargs)
+
+    def setdefault(self, key: Any, default: Any = None) -> Any:
+        if key not in self:
+            self._changed()
+        return super().setdefault(key, default)
+
+    def pop(self, *args: Any) -> Any:
+        self._changed()
+        return super().pop(*args)
+
+    def popitem(self) -> Any:
+        self._changed()
+        return super().popitem()
+
+    def clear(self) -> None:
+        self._changed()
+        super().clear()
+
+    def __ior__(self, other: Any) -> Any:  # type: ignore[misc]
+        self._changed()
+        return super().__ior__(other)
 
 
 class Printed:
@@ -288,6 +356,41 @@ def _forward_warnings(peer: Any) -> None:
     warnings.showwarning = showwarning
 
 
+def _watch_reflection(subject: Subject) -> None:
+    """Note what workspace code sees differently from one process when it looks around.
+
+    Its caller is the subject's serving loop, not the test (``sys._getframe``); the
+    objects of the test are not among the garbage collector's here.
+    """
+    import gc
+
+    getframe = sys._getframe
+
+    def _getframe(depth: int = 0) -> Any:
+        frame = getframe(depth + 1)
+        ours = getframe(1).f_code.co_filename.startswith("<ldd-")
+        if not ours and frame.f_code.co_filename.startswith("<ldd-"):
+            subject.note(
+                "workspace code looked at the frame of its caller: in process isolation"
+                " that is the subject's serving loop, not the test"
+            )
+        return frame
+
+    def _walk(walk: Any) -> Any:
+        def walked(*args: Any) -> Any:
+            subject.note(
+                "workspace code walked the garbage collector's objects: the test's own"
+                " objects live in the judge, not among them"
+            )
+            return walk(*args)
+
+        return walked
+
+    sys._getframe = _getframe
+    gc.get_objects = _walk(gc.get_objects)
+    gc.get_referrers = _walk(gc.get_referrers)
+
+
 def main(settings: dict[str, Any]) -> None:
     """Serve the judge until it closes the pipe."""
     read_fd, write_fd = os.dup(0), os.dup(1)
@@ -303,6 +406,7 @@ def main(settings: dict[str, Any]) -> None:
     sys.stdout = Printed(subject.peer, 1)
     sys.stderr = Printed(subject.peer, 2)
     _forward_warnings(subject.peer)
+    _watch_reflection(subject)
     confined = settings.get("confined") or {"level": "none", "detail": "not reported"}
     report = (str(confined["level"]), str(confined["detail"]))
     subject.peer.send(("r", -1, ("hello", os.getpid(), report)))

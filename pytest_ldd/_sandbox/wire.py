@@ -18,6 +18,9 @@ A value is one tag byte and its payload:
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``H``  an object that lives in the subject; ``J`` one that lives in the judge:
        each followed by one data value the side's resolver interprets
+``m``  the sender's own list, dict, set or bytearray number *n* (8 bytes), then
+       its value; ``M`` the receiver's own number *n* coming back, then its value
+       (see ``handles.Containers``: the same container is the same object)
 =====  ======================================================================
 
 Only values of exactly these types are data.  An instance of a *subclass* of any
@@ -125,11 +128,14 @@ class Encoder:
         max_bytes: int = MAX_BYTES,
         begin: Callable[[], None] | None = None,
         end: Callable[..., None] | None = None,
+        mark: Callable[[Any], tuple[bytes, int] | None] | None = None,
     ) -> None:
         self._other = other
         self._max_bytes = max_bytes
         self._begin = begin
         self._end = end
+        # ``mark(container)``: the tag and number that say which container it is, or None.
+        self._mark = mark
 
     def encode(self, value: Any) -> bytes:
         """One message body; raises :class:`WireError` when it is too deep or too large.
@@ -172,15 +178,21 @@ class Encoder:
         elif cls is float:
             out += (b"f", _D.pack(value))
         elif cls is tuple or cls is list or cls is set or cls is frozenset:
+            if self._mark is not None and (cls is list or cls is set):
+                self._marked(value, out)
             out += (_SEQ_TAGS[cls], _L.pack(len(value)))  # type: ignore[index]
             for item in value:
                 self._put(item, out, depth + 1)
         elif cls is dict:
+            if self._mark is not None:
+                self._marked(value, out)
             out += (b"d", _L.pack(len(value)))
             for key, item in value.items():
                 self._put(key, out, depth + 1)
                 self._put(item, out, depth + 1)
         elif cls is bytes or cls is bytearray:
+            if self._mark is not None and cls is bytearray:
+                self._marked(value, out)
             out += (b"b" if cls is bytes else b"y", _L.pack(len(value)), bytes(value))
         elif cls is complex:
             out += (b"c", _DD.pack(value.real, value.imag))
@@ -205,6 +217,11 @@ class Encoder:
             out.append(tag)
             self._put(payload, out, depth + 1)
 
+    def _marked(self, value: Any, out: list[bytes]) -> None:
+        found = self._mark(value)  # type: ignore[misc]
+        if found is not None:
+            out += (found[0], _Q.pack(found[1]))
+
     @staticmethod
     def _int(value: int, out: list[bytes]) -> None:
         if _SMALL_MIN <= value <= _SMALL_MAX:
@@ -214,6 +231,8 @@ class Encoder:
             out += (b"I", _L.pack(len(data)), data)
 
 
+# The mutable containers, which cross by value with a mark that says which they are.
+_MARKABLE = frozenset({list, dict, set, bytearray})
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
 _STDLIB: dict[type, int] = {
     **dict.fromkeys(_PATHS, _X_PATH),
@@ -269,8 +288,9 @@ def _tz_parts(tz: datetime.tzinfo | None) -> Any:
     key = getattr(tz, "key", None)
     if type(tz).__module__ == "zoneinfo" and type(key) is str:
         return ("zone", key)
-    msg = f"a time zone of type {type(tz).__qualname__} cannot cross"
-    raise CannotCross(msg)
+    # A time zone of code's own (the workspace's or the tests'): the object itself,
+    # which crosses as a handle (the receiver's stand-in is a real tzinfo).
+    return ("object", tz)
 
 
 def _stdlib_parts(value: Any) -> Any:
@@ -308,8 +328,14 @@ def _stdlib_parts(value: Any) -> Any:
 class Decoder:
     """Decodes message bodies; ``refs[tag](payload)`` resolves ``H`` / ``J`` references."""
 
-    def __init__(self, refs: dict[bytes, Callable[[Any], Any]]) -> None:
+    def __init__(
+        self,
+        refs: dict[bytes, Callable[[Any], Any]],
+        marked: Callable[[bytes, int, Any], Any] | None = None,
+    ) -> None:
         self._refs = refs
+        # ``marked(tag, number, value)``: the container to use for a marked value.
+        self._marked = marked
 
     def decode(self, data: bytes) -> Any:
         """The value of one message body; :class:`WireError` for anything malformed."""
@@ -411,6 +437,13 @@ class Decoder:
         if tag in self._refs:
             payload, pos = self._get(data, pos, depth + 1)
             return self._refs[tag](payload), pos
+        if (tag == b"m" or tag == b"M") and self._marked is not None:
+            number = _Q.unpack_from(data, pos)[0]
+            value, pos = self._get(data, pos + 8, depth)
+            if type(value) not in _MARKABLE:
+                msg = f"a mark on a {type(value).__name__}"
+                raise WireError(msg)
+            return self._marked(tag, number, value), pos
         msg = f"an unknown tag {tag!r}"
         raise WireError(msg)
 
@@ -466,6 +499,9 @@ def _tz_value(parts: Any) -> datetime.tzinfo | None:
         except (zoneinfo.ZoneInfoNotFoundError, ValueError) as exc:
             msg = f"an unknown time zone {parts[1]!r:.80}"
             raise WireError(msg) from exc
+    object_zone = type(parts) is tuple and len(parts) == 2 and parts[0] == "object"
+    if object_zone and isinstance(parts[1], datetime.tzinfo):
+        return parts[1]
     msg = "a malformed time zone"
     raise WireError(msg)
 
@@ -784,7 +820,13 @@ class Peer:
             self.on_released(payload)
             return
         state = stream == 7 and type(payload) is tuple
-        if not (printed or warned or changed or state):
+        # Containers that changed since they crossed: decoding them updated them here.
+        synced = stream == 8 and type(payload) is tuple
+        if synced:
+            return
+        forget = stream == 9 and payload == 0 and type(payload) is int
+        environment = stream == 10 and type(payload) is dict
+        if not (printed or warned or changed or state or forget or environment):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:

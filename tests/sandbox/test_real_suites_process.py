@@ -44,11 +44,14 @@ def _graded(workspace: Path, hidden: Path, monkeypatch: pytest.MonkeyPatch) -> A
     return verdict, logs[0]
 
 
-# The suites that hold today.  boltons (22 of 519 tests), more-itertools (10 of 765)
-# and attrs still differ from plain pytest in ways no limit explains (identity of
-# containers that cross by value, descriptors of the workspace on test classes,
-# threads calling judge objects): not yet graded here.
-HOLDING = ("iniconfig", "pluggy")
+# The suites that hold today: every test plain pytest's, or inconclusive with the
+# limit recorded.  boltons still differs in a few tests no limit explains: a str that
+# crossed is an equal str, not the same one (``value is target_str`` in
+# test_iterutils.py::TestRemap::test_path), and a set of strings iterates in another
+# order in the subject, whose hash seed is its own (test_setutils.py::
+# test_complement_set, depending on the seeds).  attrs is not graded here yet: 31 of
+# its 783 tests still differ with no limit recorded (comparisons and validators).
+HOLDING = ("iniconfig", "pluggy", "more_itertools")
 
 
 @pytest.mark.parametrize("name", HOLDING)

@@ -144,7 +144,8 @@ class _Sized:
 
 def test_a_record_lists_the_special_methods_and_flags_of_its_class() -> None:
     record = handles.class_record(_Sized)
-    module, qualname, bases, meta, special, builtin, flags, value, doc, fields, abcs, base = record
+    module, qualname, bases, meta, special, builtin, flags, value, doc, fields, abcs = record[:11]
+    base, methods = record[11:]
     assert (module, qualname) == (__name__, "_Sized")
     assert bases == (object,)
     assert meta is None
@@ -157,6 +158,7 @@ def test_a_record_lists_the_special_methods_and_flags_of_its_class() -> None:
     assert fields is None
     assert abcs == ()
     assert base is None
+    assert methods == ()  # no value base, so no method of one defined again
 
 
 class _Loud(str):
@@ -201,13 +203,13 @@ def _checked(raw: tuple[Any, ...], known: dict[int, handles.ClassRecord] | None 
     return handles.ClassRecord(5, raw, known or {})
 
 
-GOOD = ("m", "C", (), None, ("__len__",), None, 1, None, "doc", None, (), None)
+GOOD = ("m", "C", (), None, ("__len__",), None, 1, None, "doc", None, (), None, ())
 
 
 @pytest.mark.parametrize(
     ("raw", "reason"),
     [
-        (GOOD[:11], "malformed class record"),
+        (GOOD[:12], "malformed class record"),
         ((1, *GOOD[1:]), "malformed class record"),
         ((*GOOD[:2], (3,), *GOOD[3:]), "never described"),
         ((*GOOD[:3], 4, *GOOD[4:]), "never described"),
@@ -215,8 +217,9 @@ GOOD = ("m", "C", (), None, ("__len__",), None, 1, None, "doc", None, (), None)
         ((*GOOD[:6], 1 << 10, *GOOD[7:]), "unknown flags"),
         ((*GOOD[:7], "list", *GOOD[8:]), "unknown value base"),
         ((*GOOD[:9], ("not an identifier",), *GOOD[10:]), "malformed fields"),
-        ((*GOOD[:10], ("os.system",), None), "unknown abstract base classes"),
-        ((*GOOD[:11], "deque"), "unknown container base"),
+        ((*GOOD[:10], ("os.system",), None, ()), "unknown abstract base classes"),
+        ((*GOOD[:11], "deque", ()), "unknown container base"),
+        ((*GOOD[:12], ("not an identifier",)), "malformed overridden methods"),
     ],
 )
 def test_a_record_is_checked_field_by_field(raw: tuple[Any, ...], reason: str) -> None:

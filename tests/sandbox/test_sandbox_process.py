@@ -1005,7 +1005,9 @@ def test_a_forged_update_of_an_argument_ends_the_subject(
     ws.forge_answer(forged)
     with pytest.raises(proxies.SubjectError, match=reason):
         fill(items)
-    assert items == [1]  # nothing of the forged state reached the test's list
+    # The workspace's own change to the list it holds reaches the test's list, as in
+    # one process; nothing of the forged state does.
+    assert items == [1, 1]
 
 
 REACH = """import gc
@@ -1194,3 +1196,461 @@ def test_workspace_code_cannot_skip_its_way_past_a_hidden_test(
     if raised.startswith("unittest"):
         # A stdlib exception is the judge's own class: the same outcome in both modes.
         assert verdicts["process"].outcomes == verdicts["inprocess"].outcomes
+
+
+# -- what real suites meet: graded as plain pytest does, or inconclusive ---------------
+
+
+def _as_plain_or_inconclusive(task: SimpleNamespace) -> tuple[Verdict, Verdict]:
+    """Both isolations' verdicts; each test differs only where process mode says why."""
+    verdicts = {mode: run_hidden_tests(task.ws, task.hidden, isolation=mode) for mode in MODES}
+    plain, process = verdicts["inprocess"], verdicts["process"]
+    assert not process.tampered, process.reason
+    assert plain.outcomes.keys() == process.outcomes.keys()
+    for test_id, outcome in plain.outcomes.items():
+        if process.outcomes[test_id] != outcome:
+            assert f"{test_id} could not be judged" in process.reason, (test_id, process.reason)
+    return plain, process
+
+
+def test_a_test_that_meets_a_limit_thousands_of_times_leaves_room_for_later_ones(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "later.py": (
+                "import threading\n\n\ndef one():\n    return 1\n\n\n"
+                "def in_thread(func):\n    out = []\n"
+                "    worker = threading.Thread(target=lambda: out.append(func()))\n"
+                "    worker.start()\n    worker.join()\n    return out\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_later.py": (
+                "import tracemalloc\nimport later\n\n\n"
+                "def test_traced():\n    tracemalloc.start()\n    try:\n"
+                "        assert sum(later.one() for _ in range(10_001)) == 10_001\n"
+                "    finally:\n        tracemalloc.stop()\n\n\n"
+                "def test_thread():\n    assert later.in_thread(lambda: 2) == [2]\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.inconclusive, process.reason
+    assert "test_later.py::test_thread could not be judged: a thread of the workspace" in (
+        process.reason
+    )
+
+
+def test_threads_of_the_test_that_use_workspace_objects_at_once_are_inconclusive(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "box.py": (
+                "import queue\n\n\nclass Box:\n"
+                "    def __init__(self):\n        self.items = queue.Queue()\n\n"
+                "    def put(self, item):\n        self.items.put(item)\n\n"
+                "    def get(self):\n        return self.items.get(timeout=2)\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_box.py": (
+                "import threading\nimport box\n\n\n"
+                "def test_handed_between_threads():\n    b = box.Box()\n    got = []\n"
+                "    reader = threading.Thread(target=lambda: got.append(b.get()))\n"
+                "    reader.start()\n    b.put(1)\n    reader.join()\n    assert got == [1]\n\n\n"
+                "def test_one_thread_after_another():\n    b = box.Box()\n    got = []\n"
+                "    writer = threading.Thread(target=lambda: b.put(2))\n"
+                "    writer.start()\n    writer.join()\n    assert b.get() == 2\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_box.py::test_one_thread_after_another"] == "passed"
+    assert "test_box.py::test_handed_between_threads could not be judged: threads of the" in (
+        process.reason
+    )
+
+
+DESCRIPTORS = (
+    "import functools\n\n\n"
+    "class counted:\n"
+    "    def __init__(self, func):\n        self.func = func\n\n"
+    "    def __set_name__(self, owner, name):\n        self.name = name\n\n"
+    "    def __get__(self, obj, owner=None):\n"
+    "        if obj is None:\n            return self\n"
+    "        return functools.partial(self.func, obj)\n\n\n"
+    "class cached:\n"
+    "    def __init__(self, func):\n        self.func = func\n\n"
+    "    def __get__(self, obj, owner=None):\n"
+    "        if obj is None:\n            return self\n"
+    "        value = obj.__dict__[self.func.__name__] = self.func(obj)\n"
+    "        return value\n\n\n"
+    "def double(self):\n    return 2 * self.n\n"
+)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_workspace_descriptors_on_a_test_class_bind_as_in_one_process(
+    task: SimpleNamespace, wrong: bool
+) -> None:
+    source = DESCRIPTORS.replace("(self.func, obj)", "(self.func, None)") if wrong else DESCRIPTORS
+    _write(task.ws, {"desc.py": source})
+    _write(
+        task.hidden,
+        {
+            "test_desc.py": (
+                "import desc\n\n\n"
+                "class Car:\n    n = 3\n    double = desc.double\n\n"
+                "    @desc.counted\n    def honk(self, times):\n"
+                "        return 'honk' * times * self.n\n\n"
+                "    @desc.cached\n    def wheels(self):\n        return 4\n\n\n"
+                "def test_a_descriptor_binds():\n    assert Car().honk(1) == 'honkhonkhonk'\n"
+                "    assert Car.honk.name == 'honk'\n\n\n"
+                "def test_a_workspace_function_binds():\n    assert Car().double() == 6\n\n\n"
+                "def test_caching_into_the_instance():\n    car = Car()\n"
+                "    assert car.wheels == 4\n    assert 'wheels' in vars(car)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed is not wrong
+    binds = "test_desc.py::test_a_descriptor_binds"
+    assert process.outcomes[binds] == ("failed" if wrong else "passed")
+    assert process.outcomes["test_desc.py::test_a_workspace_function_binds"] == "passed"
+    if not wrong:
+        assert process.inconclusive, process.reason
+        assert "test_desc.py::test_caching_into_the_instance could not be judged" in (
+            process.reason
+        )
+
+
+def test_builtin_iterators_and_io_classes_are_recognised_as_in_one_process(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "views.py": (
+                "import io\n\n\ndef backwards(items):\n    return reversed(items)\n\n\n"
+                "def keys(mapping):\n    return mapping.keys()\n\n\n"
+                "class Spooled(io.BufferedIOBase):\n    pass\n\n\n"
+                "class Plain:\n    pass\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_views.py": (
+                "import io\nimport views\n\n\n"
+                "def test_reversed_class():\n"
+                "    assert views.backwards([1, 2]).__class__ == reversed([]).__class__\n"
+                "    assert list(views.backwards([1, 2])) == [2, 1]\n\n\n"
+                "def test_keys_class():\n"
+                "    assert isinstance(views.keys({1: 2}), type({}.keys()))\n\n\n"
+                "def test_io_base():\n    assert isinstance(views.Spooled(), io.IOBase)\n"
+                "    assert isinstance(views.Spooled(), io.BufferedIOBase)\n"
+                "    assert not isinstance(views.Plain(), io.IOBase)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
+
+
+KEEPER = (
+    "_cache = {}\nkept = []\n\n\n"
+    "def first(items):\n    return items[0]\n\n\n"
+    "def keep(items):\n    global kept\n    kept = items\n\n\n"
+    "def kept_len():\n    return len(kept)\n\n\n"
+    "def fill_kept():\n    kept.append(9)\n\n\n"
+    "def once():\n    return _cache.setdefault('x', [1, 2])\n\n\n"
+    "def twice():\n    x = [1]\n    return [x, x]\n"
+)
+
+
+@pytest.mark.parametrize("wrong", [False, True])
+def test_a_list_that_crosses_is_the_same_list_on_both_sides(
+    task: SimpleNamespace, wrong: bool
+) -> None:
+    source = KEEPER.replace("return items[0]", "return list(items[0])") if wrong else KEEPER
+    _write(task.ws, {"keeper.py": source})
+    _write(
+        task.hidden,
+        {
+            "test_keeper.py": (
+                "import keeper\n\n\n"
+                "def test_handed_back():\n    x = [1]\n    assert keeper.first([x]) is x\n\n\n"
+                "def test_never_invented():\n    x = [1]\n"
+                "    assert keeper.first([[1]]) is not x\n\n\n"
+                "def test_returned_twice():\n    assert keeper.once() is keeper.once()\n\n\n"
+                "def test_shared_in_one_answer():\n    a, b = keeper.twice()\n"
+                "    assert a is b\n\n\n"
+                "def test_changed_by_the_test_after():\n    x = [1, 2]\n    keeper.keep(x)\n"
+                "    x.pop()\n    assert keeper.kept_len() == 1\n\n\n"
+                "def test_changed_by_the_workspace_later():\n    x = []\n    keeper.keep(x)\n"
+                "    keeper.fill_kept()\n    assert x == [9]\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed is not wrong
+    assert process.outcomes == plain.outcomes
+    assert process.passed is not wrong, process.reason
+
+
+def test_the_environment_a_test_sets_is_the_workspaces_too(task: SimpleNamespace) -> None:
+    reader = "import os\n\n\ndef read(name):\n    return os.environ.get(name)\n"
+    _write(task.ws, {"env.py": reader})
+    _write(
+        task.hidden,
+        {
+            "test_env.py": (
+                "import os\nimport env\n\n\n"
+                "def test_set(monkeypatch):\n    monkeypatch.setenv('LDD_SEEN', 'eggs')\n"
+                "    assert env.read('LDD_SEEN') == 'eggs'\n\n\n"
+                "def test_undone():\n    assert env.read('LDD_SEEN') is None\n\n\n"
+                "def test_set_directly():\n    os.environ['LDD_SEEN'] = 'ham'\n"
+                "    try:\n        assert env.read('LDD_SEEN') == 'ham'\n"
+                "    finally:\n        del os.environ['LDD_SEEN']\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
+
+
+def test_workspace_code_that_looks_past_its_own_objects_is_inconclusive(
+    task: SimpleNamespace,
+) -> None:
+    _write(
+        task.ws,
+        {
+            "looks.py": (
+                "import gc\nimport sys\nimport weakref\n\n\n"
+                "def caller():\n    return sys._getframe(1).f_code.co_name\n\n\n"
+                "def own():\n    return sys._getframe(0).f_code.co_name\n\n\n"
+                "def count(cls):\n"
+                "    return sum(isinstance(o, cls) for o in gc.get_objects())\n\n\n"
+                "_seen = weakref.WeakKeyDictionary()\n\n\n"
+                "def remember(obj):\n    _seen[obj] = 1\n\n\n"
+                "def remembered():\n    return len(_seen)\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_looks.py": (
+                "import looks\n\n\nclass Thing:\n    pass\n\n\n"
+                "def test_caller():\n    assert looks.caller() == 'test_caller'\n\n\n"
+                "def test_own_frame():\n    assert looks.own() == 'own'\n\n\n"
+                "def test_gc():\n    things = [Thing(), Thing()]\n"
+                "    assert looks.count(Thing) >= 2\n\n\n"
+                "def test_weakly_held():\n    thing = Thing()\n    looks.remember(thing)\n"
+                "    assert looks.remembered() >= 1\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_looks.py::test_own_frame"] == "passed"
+    assert process.inconclusive, process.reason
+
+
+def test_the_id_of_a_workspace_object_taken_by_a_test_is_a_limit(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "holders.py": (
+                "import threading\n\n\nclass Holder:\n"
+                "    def __init__(self, lock):\n        self.lock = lock\n\n\n"
+                "def holders(n):\n    lock = threading.Lock()\n"
+                "    return [Holder(lock) for _ in range(n)]\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_holders.py": (
+                "import copy\nimport holders\n\n\n"
+                "def test_one_lock():\n"
+                "    assert len({id(h.lock) for h in holders.holders(50)}) == 1\n\n\n"
+                "def test_copied():\n    assert copy.deepcopy([1, 2]) == [1, 2]\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert "test_holders.py::test_one_lock could not be judged: the test took the id()" in (
+        process.reason
+    )
+    assert "test_copied could not be judged" not in process.reason
+
+
+def test_a_class_is_ordered_as_its_own_methods_say(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "ordered.py": (
+                "import functools\n\n\n"
+                "def ordering(cls):\n    return functools.total_ordering(cls)\n\n\n"
+                "@functools.total_ordering\nclass Version:\n"
+                "    def __init__(self, n):\n        self.n = n\n\n"
+                "    def __eq__(self, other):\n        return self.n == other.n\n\n"
+                "    def __gt__(self, other):\n        return self.n > other.n\n\n\n"
+                "class Plain:\n    pass\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_ordered.py": (
+                "import pytest\nimport ordered\n\n\n"
+                "def test_workspace_ordering():\n"
+                "    a, b = ordered.Version(1), ordered.Version(2)\n"
+                "    assert a < b and b >= a and sorted([b, a]) == [a, b]\n\n\n"
+                "def test_unordered():\n    with pytest.raises(TypeError):\n"
+                "        ordered.Plain() < ordered.Plain()\n\n\n"
+                "def test_ordering_a_test_class():\n"
+                "    @ordered.ordering\n    class Number:\n"
+                "        def __init__(self, n):\n            self.n = n\n\n"
+                "        def __gt__(self, other):\n            return self.n > other\n\n"
+                "    assert Number(3) < 5\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_ordered.py::test_workspace_ordering"] == "passed"
+    assert process.outcomes["test_ordered.py::test_unordered"] == "passed"
+    assert "test_ordered.py::test_ordering_a_test_class could not be judged" in process.reason
+
+
+def test_the_weak_references_of_a_stand_in_are_not_the_objects(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "refs.py": (
+                "def callables(obj):\n    found = []\n    for name in dir(obj):\n"
+                "        try:\n            value = getattr(obj, name)\n"
+                "        except Exception:\n            continue\n"
+                "        if callable(value) and name == '__weakref__':\n"
+                "            found.append(name)\n    return found\n\n\n"
+                "class Thing:\n    pass\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_refs.py": (
+                "import refs\n\n\nclass Target:\n    pass\n\n\n"
+                "class Oops(Exception):\n    pass\n\n\n"
+                "def test_a_judge_object():\n    assert refs.callables(Target()) == []\n\n\n"
+                "def test_a_judge_exception():\n    assert refs.callables(Oops()) == []\n\n\n"
+                "def test_a_workspace_object():\n    assert refs.Thing().__weakref__ is None\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.outcomes["test_refs.py::test_a_workspace_object"] == "passed"
+
+
+def test_a_method_a_builtin_subclass_defines_again_is_its_own(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "loud.py": (
+                "class Loud(str):\n    def upper(self):\n        return 'LOUD'\n\n\n"
+                "class Hollow(bytes):\n"
+                "    def decode(self, *args):\n        return 'full'\n\n\n"
+                "def loud():\n    return Loud('quiet')\n\n\n"
+                "def hollow():\n    return Hollow()\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_loud.py": (
+                "import loud\n\n\n"
+                "def test_overridden():\n    assert loud.loud().upper() == 'LOUD'\n"
+                "    assert loud.hollow().decode('utf-8') == 'full'\n\n\n"
+                "def test_inherited():\n    assert loud.loud().lower() == 'quiet'\n"
+                "    assert loud.hollow() == b''\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
+
+
+def test_a_workspace_time_zone_is_a_time_zone(task: SimpleNamespace) -> None:
+    _write(
+        task.ws,
+        {
+            "zones.py": (
+                "import datetime\n\n\nclass Fixed(datetime.tzinfo):\n"
+                "    def utcoffset(self, dt):\n        return datetime.timedelta(hours=-5)\n\n"
+                "    def dst(self, dt):\n        return datetime.timedelta(0)\n\n"
+                "    def tzname(self, dt):\n        return 'EST'\n\n\nEastern = Fixed()\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_zones.py": (
+                "import datetime\nimport zones\n\n\n"
+                "def test_aware():\n"
+                "    noon = datetime.datetime(2011, 11, 6, 12, tzinfo=zones.Eastern)\n"
+                "    assert noon.utcoffset() == datetime.timedelta(hours=-5)\n"
+                "    assert noon.tzname() == 'EST'\n"
+                "    assert isinstance(zones.Eastern, datetime.tzinfo)\n\n\n"
+                "def test_converted():\n"
+                "    utc = datetime.datetime(2011, 11, 6, 17, tzinfo=datetime.timezone.utc)\n"
+                "    assert utc.astimezone(zones.Eastern).hour == 12\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.passed, process.reason
+
+
+def test_every_test_of_a_large_suite_may_meet_a_limit(task: SimpleNamespace) -> None:
+    _write(task.ws, {"many.py": "def name_of(thing):\n    return thing.__name__\n"})
+    _write(
+        task.hidden,
+        {
+            "test_many.py": (
+                "import os\nimport pytest\nimport many\n\n\n"
+                "@pytest.mark.parametrize('n', range(250))\n"
+                "def test_module(n):\n    assert many.name_of(os) == 'os'\n"
+            )
+        },
+    )
+    # Each of the 250 failures is explained by its limit, past the first 200 too.
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert set(verdict.outcomes.values()) == {"failed"}
+    assert verdict.inconclusive, verdict.reason
+    assert not verdict.tampered
