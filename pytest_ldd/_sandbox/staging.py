@@ -249,10 +249,10 @@ def stage_hidden(
         if _opts_out(tree.body):
             continue
         # The canaries first: the twins' lines are those of the file as written.
-        source, fail_name, pass_name = plant_canaries(source, tree, names, rng)
+        source, fail_name, pass_name, parsed = _planted_canaries(source, tree, names, rng)
         must_fail.add(f"{rel}::{fail_name}")
         must_pass.add(f"{rel}::{pass_name}")
-        source, planted_twins = _with_twins(source, names, rng, workspace_modules)
+        source, planted_twins = _with_twins(source, parsed, names, rng, workspace_modules)
         for twin in planted_twins:
             twin_id = f"{rel}::{twin.name}"
             twins[twin_id] = f"{rel}::{twin.of}"
@@ -281,14 +281,19 @@ def stage_hidden(
 
 def _with_twins(
     source: bytes,
+    tree: ast.Module | None,
     names: Sequence[str],
     rng: random.Random,
     workspace_modules: frozenset[str] | None,
 ) -> tuple[bytes, list[Twin]]:
-    """The file with its twin canaries spliced in; its own text stays as it was."""
+    """The file with its twin canaries spliced in; its own text stays as it was.
+
+    ``tree`` is ``source`` parsed, where the caller has it already (None: parsed here).
+    """
     draw = _name_drawer(source, names, rng)
     try:
-        tree = ast.parse(source)
+        if tree is None:
+            tree = ast.parse(source)
         return plant_twins(source, tree, names, draw, rng, workspace_modules=workspace_modules)
     except (RecursionError, ValueError, SyntaxError):  # an unusual file: no twins
         return source, []
@@ -472,6 +477,13 @@ def plant_canaries(
     Returns the new source and the two names.  Each canary goes after a randomly
     chosen top-level definition, so neither its name nor its place tells it apart.
     """
+    return _planted_canaries(source, tree, tests, rng)[:3]
+
+
+def _planted_canaries(
+    source: bytes, tree: ast.Module, tests: Sequence[str], rng: random.Random
+) -> tuple[bytes, str, str, ast.Module | None]:
+    """:func:`plant_canaries`, and the new source parsed where that was done (else None)."""
     fail_name, pass_name = _canary_names(source, tests, rng)
     blocks = {
         fail_name: f"def {fail_name}():\n    {_canary_body(rng, passes=False)}\n",
@@ -488,10 +500,11 @@ def plant_canaries(
     for name in (fail_name, pass_name):
         inserts.setdefault(rng.choice(anchors), []).append(blocks[name])
     planted = _splice(lines, inserts)
-    if not _defines(planted, (fail_name, pass_name)):
+    parsed = _defining(planted, (fail_name, pass_name))
+    if parsed is None:
         # An unusual file layout defeated the splice: fall back to the end of the file.
         planted = _splice(lines, {len(lines): list(blocks.values())})
-    return planted, fail_name, pass_name
+    return planted, fail_name, pass_name, parsed
 
 
 def _splice(lines: list[bytes], inserts: Mapping[int, list[str]]) -> bytes:
@@ -506,13 +519,14 @@ def _splice(lines: list[bytes], inserts: Mapping[int, list[str]]) -> bytes:
     return b"".join(out)
 
 
-def _defines(source: bytes, names: Sequence[str]) -> bool:
+def _defining(source: bytes, names: Sequence[str]) -> ast.Module | None:
+    """``source`` parsed, if it defines ``names`` at the top level; else None."""
     try:
         tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return False
+    except (SyntaxError, ValueError, RecursionError):
+        return None
     top = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}
-    return all(name in top for name in names)
+    return tree if all(name in top for name in names) else None
 
 
 def child_environment(

@@ -47,14 +47,13 @@ words of the file's own test names.
 from __future__ import annotations
 
 import ast
-import copy
 import io
 import random
 import sys
 import tokenize
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_ldd._sandbox.probes import draw_like, shape_of
 
@@ -166,6 +165,24 @@ def _literal(value: Any) -> ast.expr:
     return ast.Constant(value)
 
 
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+def _copied(node: _Node) -> _Node:
+    """A deep copy of a syntax tree (``copy.deepcopy`` costs three times as much)."""
+    kind = type(node)
+    new = kind.__new__(kind)
+    fields = new.__dict__
+    for key, value in node.__dict__.items():
+        if isinstance(value, ast.AST):
+            fields[key] = _copied(value)
+        elif type(value) is list:
+            fields[key] = [_copied(v) if isinstance(v, ast.AST) else v for v in value]
+        else:
+            fields[key] = value  # a name, a number, a constant's (immutable) value
+    return new
+
+
 def _names(node: ast.AST) -> Iterator[str]:
     for child in ast.walk(node):
         if isinstance(child, ast.Name):
@@ -217,13 +234,16 @@ def _spread(tainted: set[str], nodes: Sequence[ast.AST]) -> None:
                         binders.append((list(_names(item.optional_vars)), block))
             elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 binders.append(([child.name], child))
+    used: dict[int, frozenset[str]] = {}  # the names each binder's value reads, once
     changed = True
     while changed:
         changed = False
-        for bound, value in binders:
+        for index, (bound, value) in enumerate(binders):
             if set(bound) <= tainted:
                 continue
-            if any(name in tainted for name in _names(value)):
+            if index not in used:
+                used[index] = frozenset(_names(value))
+            if not used[index].isdisjoint(tainted):
                 tainted.update(bound)
                 changed = True
 
@@ -759,7 +779,7 @@ def _safe_context(statement: ast.With | ast.AsyncWith) -> bool:
 def _perturb_row(
     row: ast.expr, column: _Column, rng: random.Random, pool: Mapping[Any, Sequence[Any]]
 ) -> ast.expr | None:
-    row = copy.deepcopy(row)
+    row = _copied(row)
     holder: ast.AST
     if isinstance(row, ast.Call) and _called_name(row.func) == "param":
         if any(k.arg == "marks" for k in row.keywords) or len(row.args) != column.width:
@@ -1012,14 +1032,16 @@ def _twin_of(
     draw_word: Callable[[], str],
 ) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, ast.FunctionDef | None] | None:
     """One twin of a test: the copy, its change, and the helper copy it calls (if any)."""
-    twin = copy.deepcopy(original)
+    twin = _copied(original)
     fn = _Function.of(twin, module)
     perturber = _Perturber(fn, module.pool, draw_word)
     copies: dict[str, ast.FunctionDef] = {}
 
     def helper_sites(name: str) -> Callable[[], list[_Site]]:
         def sites() -> list[_Site]:
-            helper = copies.setdefault(name, copy.deepcopy(helpers[name]))
+            if name not in copies:
+                copies[name] = _copied(helpers[name])
+            helper = copies[name]
             inner = _Perturber(_Function.of(helper, module), module.pool, draw_word)
             return _sites(helper.body, inner, {})[0]
 

@@ -5,6 +5,7 @@ accused), in unit form and through a real in-process run.
 
 from __future__ import annotations
 
+import ast
 import collections
 import dataclasses
 import enum
@@ -614,3 +615,42 @@ def test_a_run_names_the_lie_and_keeps_pytests_explanation(tmp_path: Path) -> No
         "test_cmp.py::test_helper": "failed",
     }
     assert "assert 6 == 7" in verdict.output_tail  # pytest's own explanation, unchanged
+
+
+class _ReferenceRewriter(ast.NodeTransformer):
+    """The probes' rewrite written the plain way, to check the fast walk against."""
+
+    def __init__(self, rewriter: Any) -> None:
+        self.fast = rewriter
+
+    def visit_Constant(self, node: ast.Constant) -> ast.AST:
+        self.fast._pool(node)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        self.generic_visit(node)
+        return self.fast._compare(node)  # type: ignore[no-any-return]
+
+    def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
+        self.generic_visit(node)
+        return self.fast._arith(node)  # type: ignore[no-any-return]
+
+
+_SHIPPED = sorted((Path(__file__).parents[1] / "data" / "suites").glob("*/hidden/**/test_*.py"))
+
+
+@pytest.mark.parametrize("path", _SHIPPED[::3], ids=lambda p: f"{p.parts[-4]}/{p.name}")
+def test_the_rewrite_walk_gives_what_a_node_transformer_gives(path: Path) -> None:
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    source = path.read_bytes()
+    trees = []
+    for make in (probes._Rewriter, lambda pool: _ReferenceRewriter(probes._Rewriter(pool))):
+        tree = ast.parse(source)
+        rewrite_asserts(tree, source, str(path), None)
+        pool: dict[Any, list[Any]] = {}
+        make(pool).visit(tree)
+        trees.append((ast.dump(tree, include_attributes=True), repr(pool)))
+    compares = any(isinstance(node, ast.Compare) for node in ast.walk(ast.parse(source)))
+    assert ("@ldd_compare" in trees[0][0]) is compares
+    assert trees[0] == trees[1]

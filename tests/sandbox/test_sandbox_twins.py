@@ -6,6 +6,7 @@ never change what honest hidden tests do (state, ids, collection, the file's tex
 from __future__ import annotations
 
 import ast
+import copy
 import random
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from sandbox_support import write_tree
 from staged_runs import run_staged, twin_report
 
 from pytest_ldd._sandbox.staging import HiddenSuite, stage_hidden
-from pytest_ldd._sandbox.twins import plant_twins
+from pytest_ldd._sandbox.twins import _copied, plant_twins
 
 CALC = """import math
 
@@ -497,3 +498,18 @@ def test_a_stateful_liar_is_caught_when_the_twin_comes_first(tmp_path: Path) -> 
         if len(seen) == 2:
             break
     assert seen == {True, False}
+
+
+def test_a_copied_test_function_is_a_deep_copy_node_for_node() -> None:
+    path = Path(__file__).parents[1] / "data" / "suites" / "boltons" / "hidden" / "tests"
+    tree = ast.parse((path / "test_iterutils.py").read_bytes())
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)]
+    assert len(functions) > 20
+    for function in functions:
+        copied = _copied(function)
+        assert ast.dump(copied, include_attributes=True) == ast.dump(
+            copy.deepcopy(function), include_attributes=True
+        )
+        shared = {id(n) for n in ast.walk(function)} & {id(n) for n in ast.walk(copied)}
+        # Nothing shared but the interpreter's own context singletons (Load, Store, ...).
+        assert all(isinstance(n, ast.expr_context) for n in ast.walk(copied) if id(n) in shared)
