@@ -439,13 +439,52 @@ class _Staged:
     settings: dict[str, Any]
 
 
-def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
-    """Stage the hidden tests and the runner, and build the child's command and settings."""
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """One run's folder, runner and command, before the hidden tests are staged in it."""
+
+    root: Path
+    hidden: Path
+    suite_root: Path
+    modules: frozenset[str]
+    argv: list[str]
+    cwd: Path
+    env: dict[str, str]
+    settings: dict[str, Any]
+
+    def stage(self) -> _Staged:
+        """Stage the hidden tests and their canaries; snapshot everything staged."""
+        rng = random.Random(secrets.randbits(64))
+        suite = stage_hidden(self.hidden, self.suite_root, rng, workspace_modules=self.modules)
+        staged = snapshot(self.root, _STAGED)
+        # What the hidden tests' module files must hash to when they are imported.
+        manifest = {
+            rel.partition("/")[2]: [size, digest.hex()]
+            for rel, (size, digest) in staged.files.items()
+            if rel.startswith("suite/")
+        }
+        settings = {**self.settings, "manifest": manifest}
+        return _Staged(suite, staged, self.argv, self.cwd, self.env, settings)
+
+
+def _staged(layout: _Layout) -> _Staged:
+    """:meth:`_Layout.stage`; a failure that is not the caller's is the set-up's."""
+    try:
+        return layout.stage()
+    except SandboxError:
+        raise
+    except Exception as exc:
+        msg = f"cannot stage the run in {str(layout.root)!r}: {exc!r}"
+        raise SandboxError(msg) from exc
+
+
+def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout:
+    """The run's runner, folders, command and settings; the hidden tests come later."""
     limits = options.limits
     suite_root = root / "suite" / (hidden.name if hidden.is_dir() else "hidden")
+    # The suite's folder exists from the start: the child's confinement names it.
+    suite_root.parent.mkdir()
     modules = workspace_modules([copy / entry for entry in options.pythonpath])
-    rng = random.Random(secrets.randbits(64))
-    suite = stage_hidden(hidden, suite_root, rng, workspace_modules=modules)
     runner_dir = root / "runner"
     runner_dir.mkdir()
     for name in _RUNNER_FILES:
@@ -455,8 +494,8 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         (root / name).mkdir()
     args = [
         "-c", str(runner_dir / "pytest.ini"),
-        "--rootdir", str(suite.root),
-        "--confcutdir", str(suite.root),
+        "--rootdir", str(suite_root),
+        "--confcutdir", str(suite_root),
         "--basetemp", str(root / "tmp" / "pytest"),
         "-p", "no:cacheprovider",
         "--continue-on-collection-errors",
@@ -469,7 +508,7 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         args += ["-p", plugin]
     # The folder, not its files: the hidden suite's own collect_ignore and
     # pytest_ignore_collect then apply, as under plain pytest.
-    args.append(str(suite.root))
+    args.append(str(suite_root))
     pythonpath = [str((copy / entry).resolve()) for entry in options.pythonpath]
     escaped = [p for p in pythonpath if not Path(p).is_relative_to(copy.resolve())]
     if escaped:
@@ -481,7 +520,7 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
         "args": args,
         "pythonpath": pythonpath,
         "workspace": str(copy.resolve()),
-        "suite": str(suite.root),
+        "suite": str(suite_root),
         "staged": str(root / "suite"),
         "run": str(root),
         "writable": writable,
@@ -513,14 +552,7 @@ def _stage(root: Path, copy: Path, hidden: Path, options: _Options) -> _Staged:
             timeout=options.timeout,
             confine=subject_policy,
         )
-    staged = snapshot(root, _STAGED)
-    # What the hidden tests' module files must hash to when they are imported.
-    settings["manifest"] = {
-        rel.partition("/")[2]: [size, digest.hex()]
-        for rel, (size, digest) in staged.files.items()
-        if rel.startswith("suite/")
-    }
-    return _Staged(suite, staged, argv, copy, env, settings)
+    return _Layout(root, hidden, suite_root, modules, argv, copy, env, settings)
 
 
 def _policy(
@@ -549,33 +581,51 @@ def _run_in(
     if refused is not None:
         return Verdict(False, {}, False, False, "none", refused, time.monotonic() - started)
     try:
-        staged = _stage(root, copy, hidden, options)
+        layout = _lay_out(root, copy, hidden, options)
     except SandboxError:
         raise
     except Exception as exc:  # every failure before the child starts is the set-up's
         msg = f"cannot stage the run in {str(root)!r}: {exc!r}"
         raise SandboxError(msg) from exc
     key = secrets.token_bytes(_KEY_BYTES)
-    settings = {"key": key.hex(), **staged.settings}
+    staged: _Staged | None = None
     run, cold = None, _cold_because(options) if warm else None
     if warm and cold is None:
-        run, cold = _run_warm(root, staged, settings, options)
+        staged = _staged(layout)
+        run, cold = _run_warm(root, staged, {"key": key.hex(), **staged.settings}, options)
     if run is None:
+        settings: dict[str, Any] = {"key": key.hex(), **layout.settings}
+        then = None
+        if staged is not None or options.isolation != "inprocess":
+            staged = staged or _staged(layout)
+            settings.update(staged.settings)
+        else:
+            # The child starts (interpreter, confinement, pytest) while the hidden tests
+            # are staged here; it reads what they hash to before it imports any of them.
+            settings["staging"] = True
+
+            def then() -> dict[str, Any]:
+                nonlocal staged
+                staged = _staged(layout)
+                return {"manifest": staged.settings["manifest"]}
+
         try:
             run = run_child(
-                staged.argv,
-                cwd=staged.cwd,
-                env=staged.env,
+                layout.argv,
+                cwd=layout.cwd,
+                env=layout.env,
                 settings=settings,
                 timeout=options.timeout,
                 output_bytes=limits.output_bytes,
                 tail_bytes=limits.tail_bytes,
+                then=then,
             )
         except SandboxError:
             raise
         except Exception as exc:  # pipes, processes: the machine's problem, not the agent's
-            msg = f"cannot run the test interpreter {staged.argv[0]!r}: {exc!r}"
+            msg = f"cannot run the test interpreter {layout.argv[0]!r}: {exc!r}"
             raise SandboxError(msg) from exc
+    assert staged is not None  # staged before the run, or by it
     try:
         verdict = _grade(root, staged, run, key, options, started)
         if cold is not None:

@@ -17,7 +17,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -57,11 +57,15 @@ def run_child(
     timeout: float,
     output_bytes: int,
     tail_bytes: int,
+    then: Callable[[], Mapping[str, Any]] | None = None,
 ) -> ChildRun:
     """Run the child in a session of its own and watch it until it ends or is killed.
 
     ``settings`` go to the child as one JSON line on its standard input, with ``fd``
     set to the number of the result pipe's write end (which the child inherits).
+    With ``then``, that line is written as soon as the child starts, ``then()`` is
+    called while the child starts up, and what it returns is a second line; the watch
+    (and its timeout) begins after it.  Whatever ``then()`` raises ends the child.
     """
     pipes = Pipes.open()
     try:
@@ -81,7 +85,28 @@ def run_child(
         raise SandboxError(msg) from exc
     pipes.close_child_ends()
     line = settings_line(settings, pipes.child_channel)
-    return watch(_Popened(proc), pipes, line, timeout, output_bytes, tail_bytes)
+    child = _Popened(proc)
+    if then is not None:
+        try:
+            _write_now(pipes.parent_in, line)
+            line = json.dumps(dict(then()), separators=(",", ":")).encode() + b"\n"
+        except BaseException:
+            child.kill_group()
+            child.reap()
+            pipes.close_parent_ends()
+            raise
+    return watch(child, pipes, line, timeout, output_bytes, tail_bytes)
+
+
+def _write_now(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to the child's input; a child gone already is told nothing."""
+    view = memoryview(data)
+    while view:
+        try:
+            written = os.write(fd, view)
+        except OSError:
+            return  # the watch finds out why it is gone
+        view = view[written:]
 
 
 def settings_line(settings: Mapping[str, Any], fd: int) -> bytes:
@@ -119,6 +144,9 @@ class Pipes:
 
     def close_all(self) -> None:
         self.close_child_ends()
+        self.close_parent_ends()
+
+    def close_parent_ends(self) -> None:
         for fd in (self.parent_in, self.parent_out, self.parent_channel):
             with contextlib.suppress(OSError):
                 os.close(fd)

@@ -127,12 +127,15 @@ def install_import_guard() -> None:
     sys.meta_path.insert(0, ImportGuard(protected, [p for p in sys.path if p]))
 
 
-def _failure_line(tb: Any, path: str) -> int | None:
-    """The line of the test file ``path`` where an exception left it last (innermost)."""
+def _failure_line(tb: Any, path: str, real: Callable[[str], str]) -> int | None:
+    """The line of the test file ``path`` where an exception left it last (innermost).
+
+    ``real`` resolves a frame's file name as ``os.path.realpath`` does.
+    """
     line = None
     depth = 0
     while tb is not None and depth < _TRACEBACK_DEPTH:
-        if os.path.realpath(tb.tb_frame.f_code.co_filename) == path:
+        if real(tb.tb_frame.f_code.co_filename) == path:
             line = tb.tb_lineno
         tb = tb.tb_next
         depth += 1
@@ -156,7 +159,7 @@ class Reporter:
         self._pythonpath = pythonpath
         self._outcomes: dict[str, str] = {}
         self._lines: dict[str, int] = {}
-        self._paths: dict[str, str] = {}
+        self._real: dict[str, str] = {}  # file name -> os.path.realpath, once per name
         self._exit = pytest.exit.Exception
         if not hasattr(Reporter.pytest_runtest_makereport, "pytest_impl"):
             # Outermost: what any other wrapper raises is caught too.
@@ -199,11 +202,18 @@ class Reporter:
                 raise
             report = _plain_report(item, call, exc)
         if call.when == "call" and report.failed and call.excinfo is not None:
-            path = self._paths.get(item.nodeid) or os.path.realpath(str(item.path))
-            line = _failure_line(call.excinfo.tb, path)
+            path = self._realpath(str(item.path))
+            line = _failure_line(call.excinfo.tb, path, self._realpath)
             if line is not None:
                 self._lines[item.nodeid] = line
         return report
+
+    def _realpath(self, name: str) -> str:
+        # A twin fails for honest code, and each failure walks its whole traceback.
+        real = self._real.get(name)
+        if real is None:
+            real = self._real[name] = os.path.realpath(name)
+        return real
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         before = self._outcomes.get(report.nodeid)
@@ -321,12 +331,21 @@ def guard_suite(
     return lambda rewrite: integrity.guard_rewrite(rewrite, checker)
 
 
-def main() -> int:
-    """Run the hidden tests as the parent's settings say; return pytest's exit code."""
-    settings = json.loads(sys.stdin.buffer.readline())
+def _close_stdin() -> None:
+    """Nothing more comes on standard input: the tests read an empty one."""
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
     os.close(devnull)
+
+
+def main() -> int:
+    """Run the hidden tests as the parent's settings say; return pytest's exit code."""
+    settings = json.loads(sys.stdin.buffer.readline())
+    # "staging": the parent stages the hidden tests while this process starts, and
+    # sends what they must hash to on a second line, read before any of them is.
+    staging = settings.pop("staging", False) is True
+    if not staging:
+        _close_stdin()
     _apply_limits(settings["limits"])
     _scrub_environment()
     fd = int(settings["fd"])
@@ -338,7 +357,8 @@ def main() -> int:
     # report goes out before any workspace code could have the key.
     confined = load_sibling("confinement").confine(settings.get("confine"))
     channel.send("confinement", level=confined["level"], detail=confined["detail"])
-    guard_rewrite = guard_suite(settings, channel)
+    if not staging:
+        guard_rewrite = guard_suite(settings, channel)
     try:
         import pytest
     except ImportError as exc:
@@ -346,6 +366,14 @@ def main() -> int:
         return 3
     from _pytest.assertion import rewrite
 
+    if staging:
+        staged = json.loads(sys.stdin.buffer.readline() or b"null")
+        _close_stdin()
+        if not isinstance(staged, dict) or not isinstance(staged.get("manifest"), dict):
+            channel.send("fatal", detail="the staged suite's manifest never arrived")
+            return 3
+        settings["manifest"] = staged["manifest"]
+        guard_rewrite = guard_suite(settings, channel)
     guard_rewrite(rewrite)
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     reporter = Reporter(channel, list(settings["pythonpath"]))

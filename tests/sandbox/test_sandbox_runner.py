@@ -1,6 +1,7 @@
 """Tests of pytest_ldd._sandbox.runner's reporting plugin, run by a real pytest in a
 fresh interpreter: the line a failed test left its file at, a report pytest cannot
-format, an internal error raised by the runner's own code.
+format, an internal error raised by the runner's own code; and the settings the
+runner reads in two lines, the second made while it starts.
 """
 
 from __future__ import annotations
@@ -9,10 +10,15 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from sandbox_support import write_tree
+
+from pytest_ldd._sandbox.process import run_child
+from pytest_ldd.errors import SandboxError
 
 # Runs pytest with the runner's Reporter on a folder; prints the records it sent.
 _DRIVER = """
@@ -160,3 +166,78 @@ def test_an_internal_error_names_whether_the_runner_raised_it(tmp_path: Path) ->
         (error,) = [r for r in found["records"] if r["kind"] == "internal_error"]
         assert text in error["detail"]
         assert error["grader"] is grader
+
+
+# -- the settings in two lines: the child starts while the hidden tests are staged ------
+
+# Reads the first line, says so in a file, then reads the second and prints both.
+_TWO_LINES = """
+import os, sys
+first = sys.stdin.buffer.readline()
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+second = sys.stdin.buffer.readline()
+print("FIRST", first.decode().strip())
+print("SECOND", second.decode().strip())
+"""
+
+
+def _started(marker: Path) -> int:
+    """The child's pid, once it has read its first line (the test fails after 60 s)."""
+    deadline = time.monotonic() + 60
+    while not marker.exists():
+        assert time.monotonic() < deadline, "the child never read its first line"
+        time.sleep(0.01)
+    return int(marker.read_text())
+
+
+def _two_line_child(marker: Path, then: Any) -> Any:
+    return run_child(
+        [sys.executable, "-c", _TWO_LINES, str(marker)],
+        cwd=marker.parent,
+        env={"PATH": os.environ.get("PATH", "")},
+        settings={"a": 1},
+        timeout=60,
+        output_bytes=1 << 20,
+        tail_bytes=1 << 16,
+        then=then,
+    )
+
+
+def test_the_second_line_is_made_while_the_child_runs_and_follows_the_first(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    seen: list[int] = []
+
+    def then() -> dict[str, Any]:
+        seen.append(_started(marker))  # the child has its first line before this returns
+        return {"b": 2}
+
+    run = _two_line_child(marker, then)
+    assert run.returncode == 0, run.output_tail
+    first, second = (
+        line for line in run.output_tail.splitlines() if line.startswith(("FIRST ", "SECOND "))
+    )
+    assert json.loads(first.split(" ", 1)[1])["a"] == 1
+    assert json.loads(second.split(" ", 1)[1]) == {"b": 2}
+    assert len(seen) == 1
+
+
+def test_what_the_second_line_raises_ends_the_child_and_reaches_the_caller(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    pids: list[int] = []
+    fds_before = set(os.listdir("/proc/self/fd"))
+
+    def then() -> dict[str, Any]:
+        pids.append(_started(marker))
+        raise SandboxError("hidden test file 'test_b.py' does not parse")
+
+    with pytest.raises(SandboxError, match="does not parse"):
+        _two_line_child(marker, then)
+    with pytest.raises(ProcessLookupError):  # killed and reaped: not even a zombie
+        os.kill(pids[0], 0)
+    assert set(os.listdir("/proc/self/fd")) <= fds_before
