@@ -486,17 +486,24 @@ class Connection:
         pythonpath: Sequence[str],
         deadline: float,
         confine: Mapping[str, Any] | None = None,
+        hash_seed: str | None = None,
     ) -> Connection:
         """Start the subject and send it its code (it boots while the judge imports pytest).
 
         ``sources`` holds ``confinement`` and the modules of ``boot.SUBJECT_MODULES``;
         the subject applies ``confine`` (a :mod:`confinement` policy) before it runs
         anything else.  Never blocks: what the pipe does not take now, :meth:`hello`
-        sends.
+        sends.  ``hash_seed`` is the judge's own PYTHONHASHSEED, which the subject
+        starts with.
         """
         settings = {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
         started = boot.Boot.start(
-            argv, cwd=cwd, sources=sources, settings=settings, deadline=deadline
+            argv,
+            cwd=cwd,
+            sources=sources,
+            settings=settings,
+            deadline=deadline,
+            hash_seed=hash_seed,
         )
         return cls(started)
 

@@ -34,7 +34,7 @@ from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
 from pytest_ldd.errors import InvalidSpecError, SandboxError
-from pytest_ldd.sandbox import HiddenTests, Verdict, hidden_tests, run_hidden_tests
+from pytest_ldd.sandbox import HiddenTests, Verdict, grade_many, hidden_tests, run_hidden_tests
 
 SHAPES = Path(__file__).parent.parent / "process_shapes"
 MODES = ("inprocess", "process")
@@ -1654,3 +1654,54 @@ def test_every_test_of_a_large_suite_may_meet_a_limit(task: SimpleNamespace) -> 
     assert set(verdict.outcomes.values()) == {"failed"}
     assert verdict.inconclusive, verdict.reason
     assert not verdict.tampered
+
+
+WORDS_MODULE = (
+    "import os\n\n\n"
+    "def shown(text):\n    return repr(set(text.split()))\n\n\n"
+    "def hashed(text):\n    return hash(text)\n\n\n"
+    "def seed_in_environment():\n    return 'PYTHONHASHSEED' in os.environ\n"
+)
+WORDS_TESTS = (
+    "import os\nimport re\nimport words\n\n"
+    "TEXT = ' '.join(f'w{n}' for n in range(40))\n\n\n"
+    "def test_a_set_of_strings_iterates_in_one_order():\n"
+    "    assert words.shown(TEXT) == repr(set(TEXT.split()))\n"
+    "    assert words.hashed('ldd') == hash('ldd')\n\n\n"
+    "def test_the_seed_is_no_variable_of_either():\n"
+    "    assert not words.seed_in_environment()\n"
+    "    assert 'PYTHONHASHSEED' not in os.environ\n"
+)
+
+
+def test_the_judge_and_the_subject_hash_strings_alike_with_a_seed_per_run(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"words.py": WORDS_MODULE})
+    shown = WORDS_TESTS + "\n\ndef test_shows_the_seed():\n    assert hash('ldd') == 'seed'\n"
+    _write(task.hidden, {"test_words.py": shown})
+    hashes = set()
+    for _ in range(2):
+        verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+        assert dict(verdict.outcomes) == {
+            "test_words.py::test_a_set_of_strings_iterates_in_one_order": "passed",
+            "test_words.py::test_the_seed_is_no_variable_of_either": "passed",
+            "test_words.py::test_shows_the_seed": "failed",
+        }, verdict.output_tail[-3000:]
+        found = re.search(r"assert (-?\d+) == 'seed'", verdict.output_tail)
+        assert found is not None, verdict.output_tail[-3000:]
+        hashes.add(found.group(1))
+    # A seed of each run's own (a cold judge), never a constant.
+    assert len(hashes) == 2
+
+
+def test_a_warm_judge_and_its_subject_hash_strings_alike(tmp_path: Path) -> None:
+    pairs = []
+    for name in ("one", "two"):
+        ws = _write(tmp_path / name / "ws", {"words.py": WORDS_MODULE})
+        hidden = _write(tmp_path / name / "hidden", {"test_words.py": WORDS_TESTS})
+        pairs.append((ws, hidden))
+    verdicts = dict(grade_many(pairs, isolation="process"))
+    for verdict in verdicts.values():
+        assert verdict.passed, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+        assert "started cold" not in verdict.reason
