@@ -661,6 +661,7 @@ class Connection:
         self.limits.clear()
         # What crossed during the test is no longer the same object on both sides.
         self.calls.containers.forget()
+        self.calls.values.forget()
         if self.started and self.boot.broken is None:
             self.peer.outbox.append((9, 0))
         if self.drains.leftovers():

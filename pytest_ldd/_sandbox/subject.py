@@ -192,6 +192,7 @@ class Subject:
             self.random.received(payload)
         elif stream == 9:  # a test ended: what crossed in it is forgotten
             self.calls.containers.forget()
+            self.calls.values.forget()
         elif stream == 10:  # the tests changed the environment
             for key, value in payload.items():
                 if type(key) is not str or (value is not None and type(value) is not str):

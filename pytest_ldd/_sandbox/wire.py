@@ -20,7 +20,8 @@ A value is one tag byte and its payload:
        each followed by one data value the side's resolver interprets
 ``m``  the sender's own list, dict, set or bytearray number *n* (8 bytes), then
        its value; ``M`` the receiver's own number *n* coming back, then its value
-       (see ``handles.Containers``: the same container is the same object)
+       (see ``containers.Containers``: the same container is the same object); the
+       same for a str, bytes or frozenset (``containers.Values``: its identity)
 =====  ======================================================================
 
 Only values of exactly these types are data.  An instance of a *subclass* of any
@@ -129,6 +130,7 @@ class Encoder:
         begin: Callable[[], None] | None = None,
         end: Callable[..., None] | None = None,
         mark: Callable[[Any], tuple[bytes, int] | None] | None = None,
+        mark_value: Callable[[Any], tuple[bytes, int] | None] | None = None,
     ) -> None:
         self._other = other
         self._max_bytes = max_bytes
@@ -136,6 +138,8 @@ class Encoder:
         self._end = end
         # ``mark(container)``: the tag and number that say which container it is, or None.
         self._mark = mark
+        # ``mark_value(value)``: the same for a str, bytes or frozenset (its identity).
+        self._mark_value = mark_value
 
     def encode(self, value: Any) -> bytes:
         """One message body; raises :class:`WireError` when it is too deep or too large.
@@ -173,26 +177,32 @@ class Encoder:
         elif cls is int:
             self._int(value, out)
         elif cls is str:
+            if self._mark_value is not None:
+                self._marked(value, out, self._mark_value)
             data = value.encode("utf-8", "surrogatepass")
             out += (b"s", _L.pack(len(data)), data)
         elif cls is float:
             out += (b"f", _D.pack(value))
         elif cls is tuple or cls is list or cls is set or cls is frozenset:
             if self._mark is not None and (cls is list or cls is set):
-                self._marked(value, out)
+                self._marked(value, out, self._mark)
+            elif self._mark_value is not None and cls is frozenset:
+                self._marked(value, out, self._mark_value)
             out += (_SEQ_TAGS[cls], _L.pack(len(value)))  # type: ignore[index]
             for item in value:
                 self._put(item, out, depth + 1)
         elif cls is dict:
             if self._mark is not None:
-                self._marked(value, out)
+                self._marked(value, out, self._mark)
             out += (b"d", _L.pack(len(value)))
             for key, item in value.items():
                 self._put(key, out, depth + 1)
                 self._put(item, out, depth + 1)
         elif cls is bytes or cls is bytearray:
             if self._mark is not None and cls is bytearray:
-                self._marked(value, out)
+                self._marked(value, out, self._mark)
+            elif self._mark_value is not None and cls is bytes:
+                self._marked(value, out, self._mark_value)
             out += (b"b" if cls is bytes else b"y", _L.pack(len(value)), bytes(value))
         elif cls is complex:
             out += (b"c", _DD.pack(value.real, value.imag))
@@ -217,8 +227,11 @@ class Encoder:
             out.append(tag)
             self._put(payload, out, depth + 1)
 
-    def _marked(self, value: Any, out: list[bytes]) -> None:
-        found = self._mark(value)  # type: ignore[misc]
+    @staticmethod
+    def _marked(
+        value: Any, out: list[bytes], mark: Callable[[Any], tuple[bytes, int] | None]
+    ) -> None:
+        found = mark(value)
         if found is not None:
             out += (found[0], _Q.pack(found[1]))
 
@@ -231,8 +244,10 @@ class Encoder:
             out += (b"I", _L.pack(len(data)), data)
 
 
-# The mutable containers, which cross by value with a mark that says which they are.
+# The mutable containers, which cross by value with a mark that says which they are,
+# and the immutable values that do so to keep their identity.
 _MARKABLE = frozenset({list, dict, set, bytearray})
+_IDENTIFIED = frozenset({str, bytes, frozenset})
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
 _STDLIB: dict[type, int] = {
     **dict.fromkeys(_PATHS, _X_PATH),
@@ -332,10 +347,13 @@ class Decoder:
         self,
         refs: dict[bytes, Callable[[Any], Any]],
         marked: Callable[[bytes, int, Any], Any] | None = None,
+        marked_value: Callable[[bytes, int, Any], Any] | None = None,
     ) -> None:
         self._refs = refs
-        # ``marked(tag, number, value)``: the container to use for a marked value.
+        # ``marked(tag, number, value)``: the container to use for a marked value;
+        # ``marked_value``: the str, bytes or frozenset to use.
         self._marked = marked
+        self._marked_value = marked_value
 
     def decode(self, data: bytes) -> Any:
         """The value of one message body; :class:`WireError` for anything malformed."""
@@ -440,10 +458,13 @@ class Decoder:
         if (tag == b"m" or tag == b"M") and self._marked is not None:
             number = _Q.unpack_from(data, pos)[0]
             value, pos = self._get(data, pos + 8, depth)
-            if type(value) not in _MARKABLE:
-                msg = f"a mark on a {type(value).__name__}"
-                raise WireError(msg)
-            return self._marked(tag, number, value), pos
+            marked_type = type(value)
+            if marked_type in _MARKABLE:
+                return self._marked(tag, number, value), pos
+            if marked_type in _IDENTIFIED and self._marked_value is not None:
+                return self._marked_value(tag, number, value), pos
+            msg = f"a mark on a {marked_type.__name__}"
+            raise WireError(msg)
         msg = f"an unknown tag {tag!r}"
         raise WireError(msg)
 

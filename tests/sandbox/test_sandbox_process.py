@@ -29,7 +29,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import boot, proxies, subject, wire
+from pytest_ldd._sandbox import boot, containers, proxies, subject, wire
 from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
@@ -1705,3 +1705,86 @@ def test_a_warm_judge_and_its_subject_hash_strings_alike(tmp_path: Path) -> None
     for verdict in verdicts.values():
         assert verdict.passed, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
         assert "started cold" not in verdict.reason
+
+
+SAME_MODULE = (
+    "NAME = ''.join(['na', 'me'])\n\n\n"
+    "def identity(value):\n    return value\n\n\n"
+    "def copy_of(text):\n    return ''.join(list(text))\n\n\n"
+    "def pair(a, b):\n    return a, b\n\n\n"
+    "def are_same(a, b):\n    return a is b\n\n\n"
+    "def is_name(value):\n    return value is NAME\n\n\n"
+    "def visit(items, visit):\n    for item in items:\n        visit(item)\n"
+)
+SAME_TESTS = (
+    "import same\n\n\n"
+    "def test_a_value_that_makes_a_round_trip_is_the_same_object():\n"
+    "    target = ''.join(['tar', 'get'])\n"
+    "    assert same.identity(target) is target\n"
+    "    assert same.identity([target])[0] is target\n"
+    "    seen = []\n"
+    "    same.visit(['target', target], lambda v: seen.append(v is target))\n"
+    "    assert seen == [False, True]\n"
+    "    frozen = frozenset({1, 'x'})\n"
+    "    assert same.identity(frozen) is frozen\n"
+    "    data = b'da' * 3\n"
+    "    assert same.identity(data) is data\n\n\n"
+    "def test_equal_values_stay_distinct_objects():\n"
+    "    a, b = ''.join(['ab', 'c']), ''.join(['a', 'bc'])\n"
+    "    x, y = same.pair(a, b)\n"
+    "    assert x is a and y is b\n"
+    "    assert same.are_same(a, a)\n"
+    "    assert not same.are_same(a, b)\n"
+    "    assert same.copy_of(a) == a\n"
+    "    assert same.copy_of(a) is not a\n\n\n"
+    "def test_a_workspace_value_is_the_same_object_when_it_comes_back():\n"
+    "    assert same.is_name(same.NAME)\n"
+    "    assert not same.is_name(''.join(['na', 'me']))\n"
+)
+
+
+def test_a_string_that_makes_a_round_trip_is_the_same_object(task: SimpleNamespace) -> None:
+    _write(task.ws, {"same.py": SAME_MODULE})
+    _write(task.hidden, {"test_same.py": SAME_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    # A workspace that hands back an equal copy fails as in one process.
+    copying = "def identity(value):\n    return value[:1] + value[1:]\n"
+    _write(task.ws, {"same.py": SAME_MODULE.replace("def identity(value):\n", copying, 1)})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert dict(plain.outcomes) == dict(process.outcomes)
+    round_trip = "test_same.py::test_a_value_that_makes_a_round_trip_is_the_same_object"
+    assert process.outcomes[round_trip] == "failed"
+    assert not process.passed
+    assert not process.inconclusive
+
+
+def test_a_string_named_back_is_the_original_only_when_it_is_the_value_that_was_sent() -> None:
+    judge, subject = containers.Values(), containers.Values()
+
+    def codec(values: containers.Values) -> tuple[wire.Encoder, wire.Decoder]:
+        def handle(obj: object) -> tuple[bytes, int]:
+            return b"H", id(obj)
+
+        encoder = wire.Encoder(handle, mark=lambda c: None, mark_value=values.mark)
+        decoder = wire.Decoder({}, marked=lambda t, n, v: v, marked_value=values.marked)
+        return encoder, decoder
+
+    to_subject, from_judge = codec(judge)[0], codec(subject)[1]
+    to_judge, from_subject = codec(subject)[0], codec(judge)[1]
+    sent = "".join(["tar", "get"])
+    other = "".join(["oth", "er"])
+    received = from_judge.decode(to_subject.encode((sent, other)))
+    assert received == (sent, other)
+    assert from_subject.decode(to_judge.encode(received))[0] is sent
+    # The same str sent again is the same copy there.
+    assert from_judge.decode(to_subject.encode(sent)) is received[0]
+    # A forged number: an unknown one, or one of another value, is a plain copy.
+    forged = wire.Encoder(lambda obj: (b"H", 0), mark_value=lambda v: (b"M", 99))
+    assert from_subject.decode(forged.encode(sent)) is not sent
+    forged = wire.Encoder(lambda obj: (b"H", 0), mark_value=lambda v: (b"M", 1))
+    assert from_subject.decode(forged.encode(other)) is not sent
+    assert from_subject.decode(forged.encode(sent)) is sent
+    judge.forget()
+    assert from_subject.decode(forged.encode(sent)) is not sent
