@@ -177,8 +177,11 @@ class Encoder:
         elif cls is int:
             self._int(value, out)
         elif cls is str:
-            if self._mark_value is not None:
-                self._marked(value, out, self._mark_value)
+            # One character or none: the same object in both interpreters already.
+            if self._mark_value is not None and len(value) > 1:
+                found = self._mark_value(value)
+                if found is not None:
+                    out += (found[0], _Q.pack(found[1]))
             data = value.encode("utf-8", "surrogatepass")
             out += (b"s", _L.pack(len(data)), data)
         elif cls is float:
