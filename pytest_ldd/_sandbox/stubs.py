@@ -91,6 +91,15 @@ class Proxy:
     _ldd_link: Any = None
     _ldd_mro: frozenset[int] = frozenset()
     _ldd_name = "object"
+    # The attributes read at the owner although the stand-in's type has its own: the
+    # special methods of the class (stubs here, for Python's operators) and the
+    # annotations (never those of this class's body).
+    _ldd_owner_names: frozenset[str] = frozenset({"__annotations__"})
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _OWNER_NAMES and name in type.__getattribute__(type(self), "_ldd_owner_names"):
+            return _link(self).getattr(self, name)
+        return object.__getattribute__(self, name)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_ldd_"):
@@ -492,7 +501,7 @@ class Drains:
         iterated = self._iterated
         if iterated is not None and iterated[0] == id(proxy) and now - iterated[2] == asked:
             self._armed = (iterated[1], now)
-        elif not asked and "__next__" in type(proxy).__dict__:
+        elif not asked and "__next__" in type.__getattribute__(type(proxy), "__dict__"):
             self._armed = (proxy, now)
 
     def next(self, proxy: Any) -> Any:
@@ -549,6 +558,8 @@ class RemoteMeta(type):
 
     _ldd_link: Any = None
     _ldd_mro: frozenset[int] = frozenset()
+    # The attributes read off the class at its owner (see __getattribute__).
+    _ldd_owner_names: frozenset[str] = frozenset()
 
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
         # Stand-ins are made with type.__new__; this runs only for a class statement of
@@ -566,6 +577,14 @@ class RemoteMeta(type):
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return _call(cls, *args, **kwargs)
+
+    def __getattribute__(cls, name: str) -> Any:
+        # A special method or the annotations read off the class are its owner's
+        # (``Cls.__eq__.__doc__``, ``Cls.__annotations__``), where the stand-in keeps
+        # stubs of its own for Python's operators and type's own annotations.
+        if name in _OWNER_NAMES and name in type.__getattribute__(cls, "_ldd_owner_names"):
+            return type.__getattribute__(cls, "_ldd_link").getattr(cls, name)
+        return type.__getattribute__(cls, name)
 
     def __getattr__(cls, name: str) -> Any:
         if name.startswith("_ldd_"):
@@ -795,10 +814,15 @@ class StandIns:
                 made = type.__new__(self._exception_meta, record.name, (chosen[0],), namespace)
         elif record.value is not None:
             namespace.update(self._value_namespace(record))
+            # Only what the class overrides: the builtin's own methods answer the rest.
+            namespace["_ldd_owner_names"] = record.special | {"__annotations__"}
             root = (ValueProxy, record.value)
             made = type.__new__(self._metaclass(meta), record.name, root, namespace)
         else:
             namespace.update(self._proxy_namespace(record))
+            # The orderings the class lacks are object's, here as there.
+            protocol = _ALWAYS_OWNER | (record.special & set(handles.ORDERINGS))
+            namespace["_ldd_owner_names"] = record.special | protocol
             native = tuple(handles.abstract_class(n) for n in record.abcs if n in handles.NATIVE)
             for base in native:
                 # The native base's methods would answer here: they are the remote's.
@@ -969,6 +993,13 @@ def _field(index: int) -> Callable[[Any], Any]:
     return get
 
 
+# What a stand-in class may read at its owner instead of from its own namespace; a
+# proxy's class always has these (they compare, hash and print at the owner).
+_OWNER_NAMES = handles.SPECIAL_NAMES | {"__annotations__", "__dict__"}
+_ALWAYS_OWNER = frozenset(handles.OBJECT_PROTOCOL) - frozenset(handles.ORDERINGS) | {
+    "__annotations__",
+    "__dict__",
+}
 # Special methods of the metaclass that the stand-in metaclass keeps its own.
 _META_OWN = frozenset({"__call__", "__repr__", "__str__", "__format__", "__hash__"})
 # Comparison and text methods: a proxy has them always (as requests); a value mirror has

@@ -1788,3 +1788,44 @@ def test_a_string_named_back_is_the_original_only_when_it_is_the_value_that_was_
     assert from_subject.decode(forged.encode(sent)) is sent
     judge.forget()
     assert from_subject.decode(forged.encode(sent)) is not sent
+
+
+OWNED_MODULE = (
+    "class Money:\n"
+    "    amount: int\n\n"
+    "    def __init__(self, amount):\n        self.amount = amount\n\n"
+    "    def __eq__(self, other):\n"
+    "        '''Equal amounts.'''\n"
+    "        return isinstance(other, Money) and other.amount == self.amount\n\n"
+    "    __hash__ = None\n\n"
+    "    def __call__(self, x: int) -> str:\n        return str(x)\n\n\n"
+    "def annotated(x: int) -> str:\n    return str(x)\n\n\n"
+    "def annotations_of(cls):\n    return cls.__dict__.get('__annotations__', {})\n"
+)
+OWNED_TESTS = (
+    "import owned\n\n\n"
+    "def test_a_special_method_read_off_a_class_or_object_is_the_owners():\n"
+    "    assert owned.Money.__eq__.__doc__ == 'Equal amounts.'\n"
+    "    assert owned.Money.__eq__.__name__ == '__eq__'\n"
+    "    assert owned.Money.__hash__ is None\n"
+    "    assert owned.Money(1).__call__.__annotations__ == {'x': int, 'return': str}\n"
+    "    assert owned.Money(1) == owned.Money(1)\n\n\n"
+    "def test_annotations_and_the_class_dict_are_the_owners():\n"
+    "    assert owned.annotated.__annotations__ == {'x': int, 'return': str}\n"
+    "    assert owned.Money.__annotations__ == {'amount': int}\n"
+    "    assert owned.Money.__dict__['__annotations__'] == {'amount': int}\n"
+    "    assert '__eq__' in owned.Money.__dict__\n\n\n"
+    "def test_workspace_code_reads_a_test_class_as_it_is():\n"
+    "    class Point:\n        x: int\n        y: str\n\n"
+    "    assert owned.annotations_of(Point) == {'x': int, 'y': str}\n"
+)
+
+
+def test_special_methods_annotations_and_dict_of_a_class_are_read_at_its_owner(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"owned.py": OWNED_MODULE})
+    _write(task.hidden, {"test_owned.py": OWNED_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
