@@ -167,6 +167,7 @@ def main() -> int:
         opaque=probes.opaque_probe(crossing=True),
     )
     proxies.watch_identities(str(settings["suite"]), connection)
+    proxies.watch_subclassing()
     guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)

@@ -92,6 +92,26 @@ _IDENTITY = (
 )
 
 
+def watch_subclassing() -> None:
+    """A class statement of the tests that names a workspace class as a base is a limit.
+
+    ``RemoteMeta`` refuses it when it is the new class's metaclass; beside a base of
+    another metaclass (``class Foo(mod.Base, typing.Protocol)``) Python would stop at
+    the metaclass conflict before any of it runs, so the judge's ``__build_class__``
+    refuses it first.
+    """
+    build = builtins.__build_class__
+
+    def __build_class__(func: Any, name: str, /, *bases: Any, **keywords: Any) -> Any:
+        for base in bases:
+            if isinstance(base, stubs.RemoteMeta):
+                raise stubs.subclass_refused(base, name)
+        return build(func, name, *bases, **keywords)
+
+    __build_class__.__doc__ = build.__doc__
+    builtins.__build_class__ = __build_class__
+
+
 def is_stand_in(value: Any) -> bool:
     """Whether ``value`` stands for a workspace object: its comparisons run in the subject.
 

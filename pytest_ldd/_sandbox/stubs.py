@@ -45,7 +45,7 @@ else:
         "pytest_ldd._sandbox.handles"
     )
 
-__all__ = ["Link", "Proxy", "RemoteMeta", "StandIns", "ValueProxy"]
+__all__ = ["Link", "Proxy", "RemoteMeta", "StandIns", "ValueProxy", "subclass_refused"]
 
 _TEXT_CHARS = 20_000
 
@@ -565,15 +565,7 @@ class RemoteMeta(type):
         # Stand-ins are made with type.__new__; this runs only for a class statement of
         # the tests that names a stand-in as its base.
         base = next((b for b in bases if isinstance(b, RemoteMeta)), None)
-        shown = base.__qualname__ if base is not None else name
-        msg = (
-            f"isolation='process' cannot subclass the workspace class {shown} in the"
-            " hidden tests: it lives in the subject process; use isolation='inprocess'"
-        )
-        link = base._ldd_link if base is not None else None
-        if link is None:
-            raise TypeError(msg)
-        raise link.refuse(msg)
+        raise subclass_refused(base, name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return _call(cls, *args, **kwargs)
@@ -620,6 +612,19 @@ class RemoteMeta(type):
 
     def __reduce_ex__(cls, protocol: Any) -> Any:
         return Proxy.__reduce_ex__(cls, protocol)  # type: ignore[arg-type]
+
+
+def subclass_refused(base: Any, name: str) -> BaseException:
+    """The error for a class statement that names the stand-in class ``base`` as a base."""
+    shown = base.__qualname__ if base is not None else name
+    msg = (
+        f"isolation='process' cannot subclass the workspace class {shown} in the"
+        " hidden tests: it lives in the subject process; use isolation='inprocess'"
+    )
+    link = type.__getattribute__(base, "_ldd_link") if base is not None else None
+    if link is None:
+        return TypeError(msg)
+    return link.refuse(msg)  # type: ignore[no-any-return]
 
 
 class _ExceptionMeta(RemoteMeta):

@@ -1829,3 +1829,24 @@ def test_special_methods_annotations_and_dict_of_a_class_are_read_at_its_owner(
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed, plain.output_tail[-3000:]
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+def test_subclassing_a_workspace_class_beside_another_metaclass_is_a_limit(
+    task: SimpleNamespace,
+) -> None:
+    protocol = "import typing\n\n\nclass Base(typing.Protocol):\n    def size(self) -> int: ...\n"
+    _write(task.ws, {"base.py": protocol})
+    _write(
+        task.hidden,
+        {
+            "test_base.py": (
+                "import typing\nimport base\n\n\n"
+                "def test_with_a_protocol():\n"
+                "    class Foo(base.Base, typing.Protocol):\n        pass\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.inconclusive, process.reason
+    assert "cannot subclass the workspace class Base" in process.reason
