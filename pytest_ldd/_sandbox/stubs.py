@@ -33,6 +33,7 @@ import copy
 import importlib
 import sys
 import types
+import typing
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -427,6 +428,9 @@ _MADE: tuple[Any, ...] = (
     {}.keys(), {}.values(), {}.items(), iter(int, 0),
 )  # fmt: skip
 _CLAIMED.update((type(made).__name__, type(made)) for made in _MADE)
+# Classes of the standard library whose instances keep their identity as handles (a
+# ``TypeVar`` is the same object wherever it is used), claimed by their module and name.
+_CLAIMED_STDLIB = {("typing", "TypeVar"): typing.TypeVar}
 
 
 def _claims(cls: type) -> property:
@@ -878,6 +882,8 @@ class StandIns:
             namespace["__iter__"] = _iter_self
         if record.module == "builtins" and record.qualname in _CLAIMED:
             namespace["__class__"] = _claims(_CLAIMED[record.qualname])
+        elif (record.module, record.qualname) in _CLAIMED_STDLIB:
+            namespace["__class__"] = _claims(_CLAIMED_STDLIB[record.module, record.qualname])
         elif record.container is not None:
             # A dict, list or set subclass of the other side: its stand-in holds no
             # items of its own, but claims a class of that base for isinstance().

@@ -14,7 +14,8 @@ A value is one tag byte and its payload:
 ``r``  range: start, stop, step; ``L`` slice: start, stop, step (any values)
 ``x``  a stdlib value type: one kind byte (path, datetime, date, time, timedelta,
        Decimal, Fraction, UUID, OrderedDict, Counter, defaultdict, deque, a
-       generic alias such as ``list[int]``) and the value's parts as data
+       generic alias such as ``list[int]``, a union such as ``Optional[int]`` or
+       ``int | None``) and the value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``H``  an object that lives in the subject; ``J`` one that lives in the judge:
        each followed by one data value the side's resolver interprets
@@ -47,12 +48,15 @@ import collections
 import datetime
 import decimal
 import fractions
+import functools
+import operator
 import os
 import pathlib
 import struct
 import threading
 import time
 import types
+import typing
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -87,6 +91,9 @@ _X_ORDERED_DICT, _X_COUNTER = 8, 9
 _X_DEFAULTDICT, _X_DEQUE = 10, 11
 # ``list[int]``: its origin and arguments cross as values or handles.
 _X_ALIAS = 12
+# ``typing.Optional[int]``, ``typing.Union[a, b]`` and ``int | None``: the arguments,
+# ``None`` for NoneType (which has no builtin name).
+_X_TYPING_UNION, _X_UNION = 13, 14
 
 # The builtin types that may cross by name: the types themselves, never functions.
 BUILTIN_TYPES = frozenset(
@@ -252,6 +259,8 @@ class Encoder:
 _MARKABLE = frozenset({list, dict, set, bytearray})
 _IDENTIFIED = frozenset({str, bytes, frozenset})
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
+# The class of ``typing.Optional[int]`` (the typing form, not ``int | None``'s).
+_TYPING_UNION = type(typing.Union[int, str])  # noqa: UP007
 _STDLIB: dict[type, int] = {
     **dict.fromkeys(_PATHS, _X_PATH),
     datetime.datetime: _X_DATETIME,
@@ -266,7 +275,12 @@ _STDLIB: dict[type, int] = {
     collections.defaultdict: _X_DEFAULTDICT,
     collections.deque: _X_DEQUE,
     types.GenericAlias: _X_ALIAS,
+    _TYPING_UNION: _X_TYPING_UNION,
+    types.UnionType: _X_UNION,
 }
+
+
+_UNIONS = (_TYPING_UNION, types.UnionType)
 
 
 def value_base(cls: type) -> type | None:
@@ -340,6 +354,8 @@ def _stdlib_parts(value: Any) -> Any:
         return (tuple(collections.deque.__iter__(value)), value.maxlen)
     if cls is types.GenericAlias:
         return (value.__origin__, value.__args__)
+    if cls in _UNIONS:
+        return tuple(None if arg is type(None) else arg for arg in value.__args__)
     return value.bytes
 
 
@@ -589,6 +605,14 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         return collections.deque(items, maxlen)
     if kind == _X_ALIAS and type(parts) is tuple and len(parts) == 2 and type(parts[1]) is tuple:
         return types.GenericAlias(parts[0], parts[1])
+    if kind in (_X_TYPING_UNION, _X_UNION) and type(parts) is tuple and len(parts) > 1:
+        try:
+            if kind == _X_TYPING_UNION:
+                return typing.Union[parts]  # noqa: UP007 - the typing form itself
+            return functools.reduce(operator.or_, parts)
+        except TypeError as exc:
+            msg = "a union of arguments that are not types"
+            raise WireError(msg) from exc
     if kind == _X_ORDERED_DICT:
         return collections.OrderedDict(_pairs(parts, kind))
     if kind == _X_COUNTER:

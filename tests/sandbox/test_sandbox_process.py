@@ -19,6 +19,7 @@ import pathlib
 import re
 import sys
 import time
+import typing
 import unittest
 import uuid
 from pathlib import Path
@@ -68,6 +69,9 @@ def _roundtrip(value: Any) -> Any:
     return decoder.decode(encoder.encode(value))
 
 
+# The typing forms themselves, not ``X | Y``: they are another class.
+OPTIONAL_INT = typing.Optional[int]  # noqa: UP045
+UNION_OF_THREE = typing.Union[int, str, None]  # noqa: UP007
 VALUES = [
     None, True, False, 0, -1, 2**200, -(2**70), 1.5, math.inf, -math.inf, 1 + 2j, "",
     "\u00e9\udc80", b"\x00\xff", (1, (2,)), [1, [2, {"a": [3]}]], {1, 2}, frozenset({3}),
@@ -82,7 +86,7 @@ VALUES = [
     range(2, 20, 3), range(-(2**70)), slice(1, None, "x"), bytearray(b"\x00a"), ...,
     NotImplemented,
     collections.defaultdict(list, {"a": [1]}), collections.deque([1, 2], maxlen=3),
-    list[int], dict[str, tuple[int, ...]],
+    list[int], dict[str, tuple[int, ...]], OPTIONAL_INT, UNION_OF_THREE, int | None, bytes | str,
 ]  # fmt: skip
 
 
@@ -1850,3 +1854,30 @@ def test_subclassing_a_workspace_class_beside_another_metaclass_is_a_limit(
     assert plain.passed
     assert process.inconclusive, process.reason
     assert "cannot subclass the workspace class Base" in process.reason
+
+
+TYPED_MODULE = (
+    "import typing\n\n"
+    "T = typing.TypeVar('T')\n\n\n"
+    "def maybe(x: typing.Optional[int]) -> int | None:\n    return x\n\n\n"
+    "def same(x: T) -> T:\n    return x\n"
+)
+TYPED_TESTS = (
+    "import typing\nimport typed\n\n\n"
+    "def test_unions_cross_as_themselves():\n"
+    "    hints = typed.maybe.__annotations__\n"
+    "    assert hints == {'x': typing.Optional[int], 'return': int | None}\n\n\n"
+    "def test_a_type_variable_is_one():\n"
+    "    t = typed.same.__annotations__['x']\n"
+    "    assert isinstance(t, typing.TypeVar)\n"
+    "    assert typed.same.__annotations__ == {'x': t, 'return': t}\n"
+    "    assert t is typed.T\n"
+)
+
+
+def test_unions_and_type_variables_of_annotations_cross(task: SimpleNamespace) -> None:
+    _write(task.ws, {"typed.py": TYPED_MODULE})
+    _write(task.hidden, {"test_typed.py": TYPED_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
