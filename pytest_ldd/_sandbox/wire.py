@@ -15,7 +15,7 @@ A value is one tag byte and its payload:
 ``x``  a stdlib value type: one kind byte (path, datetime, date, time, timedelta,
        Decimal, Fraction, UUID, OrderedDict, Counter, defaultdict, deque, a
        generic alias such as ``list[int]``, a union such as ``Optional[int]`` or
-       ``int | None``) and the value's parts as data
+       ``int | None``, a compiled regular expression) and the value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``H``  an object that lives in the subject; ``J`` one that lives in the judge:
        each followed by one data value the side's resolver interprets
@@ -52,6 +52,7 @@ import functools
 import operator
 import os
 import pathlib
+import re
 import struct
 import threading
 import time
@@ -94,6 +95,9 @@ _X_ALIAS = 12
 # ``typing.Optional[int]``, ``typing.Union[a, b]`` and ``int | None``: the arguments,
 # ``None`` for NoneType (which has no builtin name).
 _X_TYPING_UNION, _X_UNION = 13, 14
+# A compiled regular expression: its pattern (str or bytes) and flags.
+_X_PATTERN = 15
+_MAX_PATTERN = 100_000
 
 # The builtin types that may cross by name: the types themselves, never functions.
 BUILTIN_TYPES = frozenset(
@@ -277,6 +281,7 @@ _STDLIB: dict[type, int] = {
     types.GenericAlias: _X_ALIAS,
     _TYPING_UNION: _X_TYPING_UNION,
     types.UnionType: _X_UNION,
+    re.Pattern: _X_PATTERN,
 }
 
 
@@ -354,6 +359,8 @@ def _stdlib_parts(value: Any) -> Any:
         return (tuple(collections.deque.__iter__(value)), value.maxlen)
     if cls is types.GenericAlias:
         return (value.__origin__, value.__args__)
+    if cls is re.Pattern:
+        return (value.pattern, value.flags)
     if cls in _UNIONS:
         return tuple(None if arg is type(None) else arg for arg in value.__args__)
     return value.bytes
@@ -613,6 +620,14 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         except TypeError as exc:
             msg = "a union of arguments that are not types"
             raise WireError(msg) from exc
+    if kind == _X_PATTERN and type(parts) is tuple and len(parts) == 2:
+        pattern, flags = parts
+        if type(pattern) in (str, bytes) and len(pattern) <= _MAX_PATTERN and type(flags) is int:
+            try:
+                return re.compile(pattern, flags)
+            except (re.error, ValueError, OverflowError) as exc:
+                msg = f"a malformed regular expression {pattern!r:.40}"
+                raise WireError(msg) from exc
     if kind == _X_ORDERED_DICT:
         return collections.OrderedDict(_pairs(parts, kind))
     if kind == _X_COUNTER:

@@ -87,6 +87,7 @@ VALUES = [
     NotImplemented,
     collections.defaultdict(list, {"a": [1]}), collections.deque([1, 2], maxlen=3),
     list[int], dict[str, tuple[int, ...]], OPTIONAL_INT, UNION_OF_THREE, int | None, bytes | str,
+    re.compile("a+b", re.IGNORECASE), re.compile(b"x.*"),
 ]  # fmt: skip
 
 
@@ -1881,3 +1882,49 @@ def test_unions_and_type_variables_of_annotations_cross(task: SimpleNamespace) -
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed, plain.output_tail[-3000:]
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+PATTERNS_MODULE = (
+    "import re\n\n"
+    "FUNC = re.match\n\n\n"
+    "def known(func):\n    return func in (re.match, re.search, re.fullmatch)\n\n\n"
+    "def flags_of(pattern):\n    return re.compile(pattern).flags\n\n\n"
+    "def compiled(text):\n    return re.compile(text, re.IGNORECASE)\n"
+)
+PATTERNS_TESTS = (
+    "import re\nimport patterns\n\n\n"
+    "def test_the_functions_of_re_are_themselves():\n"
+    "    assert patterns.known(re.search)\n"
+    "    assert patterns.FUNC is re.match\n\n\n"
+    "def test_a_compiled_pattern_is_one():\n"
+    "    assert patterns.flags_of(re.compile('a', re.MULTILINE)) & re.MULTILINE\n"
+    "    assert patterns.compiled('a+').match('AA')\n"
+    "    assert patterns.compiled('a+') == re.compile('a+', re.IGNORECASE)\n"
+)
+
+
+def test_functions_of_re_and_compiled_patterns_cross_as_themselves(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"patterns.py": PATTERNS_MODULE})
+    _write(task.hidden, {"test_patterns.py": PATTERNS_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+# A stdlib value's kind byte (wire._X_PATTERN, _X_TYPING_UNION) and malformed parts.
+@pytest.mark.parametrize(
+    ("kind", "parts"),
+    [
+        (15, ("(", 0)),
+        (15, ("a" * 100_001, 0)),
+        (15, (b"x", "flags")),
+        (13, (1, 2)),
+        (13, (int,)),
+    ],
+)
+def test_a_malformed_pattern_or_union_is_a_wire_error(kind: int, parts: tuple[Any, ...]) -> None:
+    body = wire.Encoder(lambda obj: (b"H", 0)).encode(parts)
+    with pytest.raises(wire.WireError):
+        wire.Decoder({}).decode(b"x" + bytes((kind,)) + body)
