@@ -1920,7 +1920,7 @@ def test_functions_of_re_and_compiled_patterns_cross_as_themselves(
         (15, ("(", 0)),
         (15, ("a" * 100_001, 0)),
         (15, (b"x", "flags")),
-        (13, (1, 2)),
+        (13, ([1], int)),
         (13, (int,)),
     ],
 )
