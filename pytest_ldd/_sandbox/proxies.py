@@ -803,7 +803,8 @@ def _printed(stream: int, payload: Any) -> None:
     if type(text) is not str or type(filename) is not str or type(lineno) is not int:
         msg = "a malformed warning"
         raise wire.WireError(msg)
-    warnings.warn_explicit(text, category, filename, lineno)
+    # Made here, as data: calling a mirrored class would construct at its owner.
+    warnings.warn_explicit(type.__call__(category, text), category, filename, lineno)
 
 
 # -- modules -------------------------------------------------------------------------

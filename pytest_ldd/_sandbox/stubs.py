@@ -632,12 +632,13 @@ def subclass_refused(base: Any, name: str) -> BaseException:
 
 
 class _ExceptionMeta(RemoteMeta):
-    """The metaclass of mirrored exception classes: instances are made here, as data."""
+    """The metaclass of mirrored exception classes: instances cross as data.
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        # The tests may build a workspace exception to compare or raise: a local one,
-        # which crosses to the subject as an exception of the class it mirrors.
-        return type.__call__(cls, *args, **kwargs)
+    Calling the class (the tests may build a workspace exception to compare or raise)
+    constructs at the owner, whose ``__init__`` and ``__str__`` may be its own
+    (``NotCallableError(msg=..., value=...)``); the exception comes back as data, a
+    real exception of this mirrored class.
+    """
 
 
 def _exception_str(self: BaseException) -> str:
@@ -989,8 +990,9 @@ class StandIns:
 
 def _construct(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
     """An exception of ``cls`` with ``args``, built without running code of the other side."""
+    exc: BaseException
     try:
-        exc = cls(*args)
+        exc = type.__call__(cls, *args)  # never the owner's constructor: data only
     except Exception:
         exc = cls.__new__(cls)
     exc.args = args

@@ -1928,3 +1928,34 @@ def test_a_malformed_pattern_or_union_is_a_wire_error(kind: int, parts: tuple[An
     body = wire.Encoder(lambda obj: (b"H", 0)).encode(parts)
     with pytest.raises(wire.WireError):
         wire.Decoder({}).decode(b"x" + bytes((kind,)) + body)
+
+
+ERRORS_MODULE = (
+    "class NotCallable(TypeError):\n"
+    "    def __init__(self, msg, value):\n"
+    "        super().__init__(msg, value)\n"
+    "        self.msg = msg\n        self.value = value\n\n"
+    "    def __str__(self):\n        return str(self.msg)\n\n\n"
+    "def value_of(exc):\n    return exc.value\n"
+)
+ERRORS_TESTS = (
+    "import pytest\nimport errors\n\n\n"
+    "def test_a_workspace_exception_built_by_the_test_is_its_classes():\n"
+    "    exc = errors.NotCallable(msg='Some Message', value=42)\n"
+    "    assert str(exc) == 'Some Message'\n"
+    "    assert exc.value == 42 and exc.args == ('Some Message', 42)\n"
+    "    assert isinstance(exc, TypeError)\n"
+    "    assert errors.value_of(exc) == 42\n"
+    "    with pytest.raises(errors.NotCallable, match='Some'):\n"
+    "        raise exc\n"
+)
+
+
+def test_a_workspace_exception_class_called_by_the_tests_constructs_at_its_owner(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"errors.py": ERRORS_MODULE})
+    _write(task.hidden, {"test_errors.py": ERRORS_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
