@@ -853,6 +853,10 @@ class ProxyModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         # __path__ above all stays local: the subject's folders must never reach the
         # judge's import system.  __file__ is read remotely (a path is only data).
+        if name == "__builtins__":
+            # What an imported module holds in one process: the builtins' namespace
+            # (the judge's own; the subject's is the same).
+            return builtins.__dict__
         if name.startswith("_ldd_") or (name in _LOCAL and name not in _READ_REMOTELY):
             raise AttributeError(name)
         link = object.__getattribute__(self, "_ldd_link")

@@ -1959,3 +1959,22 @@ def test_a_workspace_exception_class_called_by_the_tests_constructs_at_its_owner
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed, plain.output_tail[-3000:]
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleNamespace) -> None:
+    _write(task.ws, {"listed.py": "import re\n\nVALUE = 1\n"})
+    _write(
+        task.hidden,
+        {
+            "test_listed.py": (
+                "import listed\n\n\n"
+                "def test_every_name():\n"
+                "    found = {name: getattr(listed, name) for name in dir(listed)}\n"
+                "    assert found['VALUE'] == 1\n"
+                "    assert found['__builtins__']['len'] is len\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
