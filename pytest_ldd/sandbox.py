@@ -40,7 +40,12 @@ from typing import Any, TypeVar, final
 from pytest_ldd._sandbox import confinement
 from pytest_ldd._sandbox import warm as zygotes
 from pytest_ldd._sandbox.channel import OUTCOMES, ChannelLog, read_channel
-from pytest_ldd._sandbox.isolation import JUDGE_FILES, check_isolation, stage_judge
+from pytest_ldd._sandbox.isolation import (
+    JUDGE_FILES,
+    check_isolation,
+    new_hash_seed,
+    stage_judge,
+)
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.leftovers import Snapshot, compare, remove_tree, snapshot
 from pytest_ldd._sandbox.limits import Limits
@@ -552,6 +557,9 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
             timeout=options.timeout,
             confine=subject_policy,
         )
+        # A cold judge hashes with a seed of this run's, and gives it to its subject; a
+        # judge forked from a zygote has its zygote's (see warm.Zygote).
+        env["PYTHONHASHSEED"] = new_hash_seed()
     return _Layout(root, hidden, suite_root, modules, argv, copy, env, settings)
 
 

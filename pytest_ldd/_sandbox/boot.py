@@ -1,12 +1,12 @@
 """Boot: starting the subject process, its handshake, and the deadlines of the conversation.
 
-The judge starts the subject (``python -I -B -X utf8 -c BOOTSTRAP``, the ``python=``
-wrapper in front) and writes on its standard input one JSON line of settings, the
-source of the confinement module (which the subject runs first, to confine itself)
-and the source of each module the subject serves with, in order
-(:data:`SUBJECT_MODULES`).  It
-writes what the pipe takes at once, so the subject compiles while the judge imports
-pytest; :meth:`Boot.hello` sends the rest and waits for the subject's first message.
+The judge starts the subject (``python -s -B -X utf8 -c BOOTSTRAP``, the ``python=``
+wrapper in front, with the judge's PYTHONHASHSEED) and writes on its standard input
+one JSON line of settings, the source of the confinement module (which the subject
+runs first, to confine itself) and the source of each module the subject serves
+with, in order (:data:`SUBJECT_MODULES`).  It writes what the pipe takes at once,
+so the subject compiles while the judge imports pytest; :meth:`Boot.hello` sends the
+rest and waits for the subject's first message.
 
 From then on every wait of the judge for the subject ends at the verdict's deadline
 (:meth:`Boot.wait`).  A subject that misses it, dies or breaks the protocol is killed
@@ -67,10 +67,23 @@ class Boot:
         sources: dict[str, bytes],
         settings: dict[str, Any],
         deadline: float,
+        hash_seed: str | None = None,
     ) -> Boot:
-        """Start the subject and send it what the pipe takes now of its settings and code."""
+        """Start the subject and send it what the pipe takes now of its settings and code.
+
+        Its environment is this process's without any PYTHON* variable but
+        PYTHONHASHSEED, ``hash_seed`` (the judge's own), when it is a valid seed.
+        """
+        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        if hash_seed is not None and hash_seed.isascii() and hash_seed.isdigit():
+            env["PYTHONHASHSEED"] = hash_seed
         proc = subprocess.Popen(
-            list(argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE, cwd=cwd, close_fds=True
+            list(argv),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            cwd=cwd,
+            close_fds=True,
+            env=env,
         )
         boot = cls(proc, deadline)
         order = [[name, len(sources[name])] for name in SUBJECT_MODULES]

@@ -294,14 +294,22 @@ class Calls:
         self.on_error: Callable[[BaseException], BaseException] | None = None
         # The lists, dicts and sets that crossed during the test, both ways.
         self.containers = containers.Containers()
+        # The strings (and bytes, frozensets) that crossed during the test, both ways.
+        self.values = containers.Values()
         self.peer = wire.Peer(
             read_fd,
             write_fd,
             encoder=wire.Encoder(
-                self.reference, begin=table.begin, end=table.end, mark=self.containers.mark
+                self.reference,
+                begin=table.begin,
+                end=table.end,
+                mark=self.containers.mark,
+                mark_value=self.values.mark,
             ),
             decoder=wire.Decoder(
-                {other: stand_ins.resolve, own: self.lent}, marked=self.containers.marked
+                {other: stand_ins.resolve, own: self.lent},
+                marked=self.containers.marked,
+                marked_value=self.values.marked,
             ),
             serve=self.serve,
             fail=self.fail,

@@ -1,4 +1,4 @@
-"""Which list is which: the identity of mutable containers that cross by value.
+"""Which list is which: the identity of containers and strings that cross by value.
 
 A ``list``, ``dict``, ``set`` or ``bytearray`` crosses as a copy.  In one process the
 test and the workspace would share the object itself, so each side keeps a
@@ -24,8 +24,17 @@ their tables when the judge says a test ended.
 
 A number the other side names that this side does not know (forgotten, or forged) is
 a plain copy: a hostile side can make a container change only where it was handed
-that container, as workspace code could in one process.  Both sides load this module
-from a file; it imports only the standard library.
+that container, as workspace code could in one process.
+
+:class:`Values` does the same for the immutable values whose identity code tests
+(``value is target``): a ``str``, ``bytes`` or ``frozenset`` (of such scalars)
+crosses marked too, so the same one sent again is the same copy and a copy sent back
+arrives as the original.  They never change, so nothing is re-sent; a number that
+names a value of another type or content is a plain copy.  A hostile side can only
+get back an object it was sent during the test, which workspace code in one process
+could have kept as well.
+
+Both sides load this module from a file; it imports only the standard library.
 """
 
 from __future__ import annotations
@@ -34,7 +43,7 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["MOST", "MOST_WATCHED", "Containers"]
+__all__ = ["MOST", "MOST_VALUES", "MOST_WATCHED", "Containers", "Values"]
 
 # Containers numbered per test; beyond it they cross as plain copies.
 MOST = 20_000
@@ -44,6 +53,8 @@ MOST_WATCHED = 128
 # Items in all watched containers together, past which changes are no longer scanned.
 MOST_WATCHED_ITEMS = 4096
 _PLAIN = frozenset({int, float, str, bytes, bool, complex, type(None)})
+# Immutable values numbered per test, each way; beyond it they cross as plain copies.
+MOST_VALUES = 20_000
 
 
 def _same_item(a: Any, b: Any) -> bool:
@@ -172,3 +183,66 @@ _BOTH = (
     "the test and workspace code both changed a container that crossed between them:"
     " each changed a copy, where one process would have changed one object"
 )
+
+
+class Values:
+    """One side's ``str``, ``bytes`` and ``frozenset`` values of the test in progress.
+
+    Its own that it sent, and the copies it received, each under the owner's number,
+    so that the identity of a value that makes a round trip is kept.
+    """
+
+    __slots__ = ("_copies", "_copy_ids", "_next", "_own", "_own_ids")
+
+    def __init__(self) -> None:
+        # number -> value; id(value) -> number (the values are kept alive for the test,
+        # so that an id is never another object's)
+        self._own: dict[int, Any] = {}
+        self._own_ids: dict[int, int] = {}
+        self._copies: dict[int, Any] = {}
+        self._copy_ids: dict[int, int] = {}
+        self._next = 1
+
+    def forget(self) -> None:
+        """The test ended: what crossed during it is no longer tracked."""
+        self._own.clear()
+        self._own_ids.clear()
+        self._copies.clear()
+        self._copy_ids.clear()
+
+    def mark(self, value: Any) -> tuple[bytes, int] | None:
+        """The encoder's hook: ``M`` and the owner's number for a copy, ``m`` for one's own."""
+        key = id(value)
+        number = self._copy_ids.get(key)
+        if number is not None and self._copies[number] is value:
+            return b"M", number
+        number = self._own_ids.get(key)
+        if number is not None and self._own[number] is value:
+            return b"m", number
+        if len(self._own) >= MOST_VALUES or not _scalar_members(value):
+            return None
+        number, self._next = self._next, self._next + 1
+        self._own[number] = value
+        self._own_ids[key] = number
+        return b"m", number
+
+    def marked(self, tag: bytes, number: int, value: Any) -> Any:
+        """The decoder's hook: the object a marked value stands for."""
+        if tag == b"M":
+            held = self._own.get(number)
+        else:
+            held = self._copies.get(number)
+            if held is None:
+                if len(self._copies) < MOST_VALUES and _scalar_members(value):
+                    self._copies[number] = value
+                    self._copy_ids[id(value)] = number
+                return value
+        # Never the other side's word alone: the very value this side holds, or a copy.
+        if held is None or type(held) is not type(value) or not _scalar_members(value):
+            return value
+        return held if held == value else value
+
+
+def _scalar_members(value: Any) -> bool:
+    """Whether comparing ``value`` runs no code but the builtins' (a frozenset's members)."""
+    return type(value) is not frozenset or all(type(member) in _PLAIN for member in value)

@@ -576,11 +576,16 @@ class HandleTable:
 # -- objects both sides know by name ------------------------------------------------------
 
 # Module-level objects of the standard library that cross by name, as the receiver's
-# own: sentinels that ``dataclasses`` and ``inspect`` compare by identity.
+# own: sentinels that ``dataclasses`` and ``inspect`` compare by identity, and the
+# functions of ``re`` that code compares by identity (``func in (re.match,
+# re.search)``), which touch nothing but their arguments.
 _SINGLETONS = frozenset({
     ("dataclasses", "MISSING"), ("dataclasses", "KW_ONLY"), ("dataclasses", "_FIELD"),
     ("dataclasses", "_FIELD_CLASSVAR"), ("dataclasses", "_FIELD_INITVAR"),
     ("inspect", "_empty"), ("inspect", "Parameter.empty"), ("inspect", "_void"),
+    ("re", "match"), ("re", "search"), ("re", "fullmatch"), ("re", "compile"),
+    ("re", "sub"), ("re", "subn"), ("re", "split"), ("re", "findall"),
+    ("re", "finditer"), ("re", "escape"),
 })  # fmt: skip
 
 
@@ -643,8 +648,8 @@ def _sentinel_name(obj: Any) -> tuple[str, str] | None:
 def resolve_named(name: Any, *, may_import: bool) -> Any:
     """The receiver's own standard-library enum member or sentinel, or None.
 
-    A name that leads anywhere else -- a function, a class, a module -- resolves to
-    None: only inert values may be named.
+    A name that leads anywhere else -- a class, a module, a function but the pure ones
+    of ``re`` listed -- resolves to None: only inert values may be named.
     """
     import enum
 

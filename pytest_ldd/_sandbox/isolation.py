@@ -11,6 +11,7 @@ sandbox's own, shared with ``isolation="inprocess"``.
 
 from __future__ import annotations
 
+import secrets
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,7 +20,14 @@ from typing import Any
 from pytest_ldd._sandbox.subject import BOOTSTRAP
 from pytest_ldd.errors import SandboxError
 
-__all__ = ["ISOLATIONS", "JUDGE_FILES", "check_isolation", "stage_judge"]
+__all__ = [
+    "ISOLATIONS",
+    "JUDGE_FILES",
+    "JUDGE_FLAGS",
+    "check_isolation",
+    "new_hash_seed",
+    "stage_judge",
+]
 
 ISOLATIONS = ("process", "inprocess")
 _HERE = Path(__file__).parent
@@ -29,6 +37,18 @@ JUDGE_FILES = (
     "judge_runner.py", "wire.py", "containers.py", "handles.py", "stubs.py", "calls.py",
     "boot.py", "rng.py", "proxies.py", "subject.py",
 )  # fmt: skip
+# The judge, its zygote and the subject start as ``-I`` would start them, but without
+# ``-E``: the one PYTHON* variable their environment holds is PYTHONHASHSEED, so that
+# the judge and the subject hash strings alike (a set of strings iterates in the same
+# order on both sides, as in one process).  ``-s`` keeps the user's site folder out;
+# each strips the folder of its script (or the working folder of ``-c``) from
+# ``sys.path`` before anything it did not stage could be there.
+JUDGE_FLAGS = ("-s", "-B", "-X", "utf8")
+
+
+def new_hash_seed() -> str:
+    """A random PYTHONHASHSEED for a judge and its subject (never 0, which turns hashing off)."""
+    return str(secrets.randbelow(2**32 - 1) + 1)
 
 
 def check_isolation(isolation: object) -> str:
@@ -58,10 +78,10 @@ def stage_judge(
         msg = "isolation='process' needs this interpreter's executable for the judge process"
         raise SandboxError(msg)
     subject = {
-        "argv": [*subject_python, "-I", "-B", "-X", "utf8", "-c", BOOTSTRAP],
+        "argv": [*subject_python, *JUDGE_FLAGS, "-c", BOOTSTRAP],
         "cwd": str(workspace),
         "timeout": timeout,
         "confine": dict(confine),
     }
-    argv = [sys.executable, "-I", "-B", "-X", "utf8", str(runner_dir / "judge_runner.py")]
+    argv = [sys.executable, *JUDGE_FLAGS, str(runner_dir / "judge_runner.py")]
     return argv, {**settings, "subject": subject}

@@ -2,8 +2,9 @@
 
 The parent copies this file beside ``runner.py`` and the modules of process isolation
 (``wire``, ``handles``, ``stubs``, ``calls``, ``boot``, ``proxies``, ``subject``) and
-runs it as ``python -I -B -X utf8 judge_runner.py`` with this interpreter (the
-``python=`` wrapper applies to the subject alone).  It reads its
+runs it as ``python -s -B -X utf8 judge_runner.py`` (``isolation.JUDGE_FLAGS``: no
+``-I``, so that the PYTHONHASHSEED it shares with the subject applies) with this
+interpreter (the ``python=`` wrapper applies to the subject alone).  It reads its
 settings from standard input as the in-process runner does, applies the same limits
 and environment scrubbing, and reports through the same authenticated channel
 (``runner.Channel`` and ``runner.Reporter``).  Then it
@@ -43,6 +44,9 @@ _JUDGE_MODULES = ("wire", "containers", "handles", "stubs", "calls", "boot", "rn
 # What a zygote loaded once (see :func:`warm_up`): the judge's modules by their names
 # in ``sys.modules`` and, under "sources", the subject's files.  Empty in a cold judge.
 _WARM: dict[str, Any] = {}
+# The seed this interpreter hashes with (its zygote's, in a forked judge), read before
+# the environment is scrubbed; the subject gets it too, so that both hash alike.
+_HASH_SEED = os.environ.get("PYTHONHASHSEED")
 
 
 def _load(name: str, path: Path) -> ModuleType:
@@ -98,6 +102,10 @@ def _subject_sources(boot: ModuleType) -> dict[str, bytes]:
 def main() -> int:
     """Judge the hidden tests as the parent's settings say; return pytest's exit code."""
     started = time.monotonic()
+    # Started without -I (see isolation.JUDGE_FLAGS): nothing is imported from the
+    # folder of this script, which the interpreter put first on sys.path.
+    if sys.path and os.path.realpath(sys.path[0] or os.curdir) == str(_HERE):
+        del sys.path[0]
     settings: dict[str, Any] = json.loads(sys.stdin.buffer.readline())
     devnull = os.open(os.devnull, os.O_RDONLY)
     os.dup2(devnull, 0)
@@ -127,6 +135,7 @@ def main() -> int:
             pythonpath=settings["pythonpath"],
             deadline=started + _conversation_s(float(subject["timeout"])),
             confine=subject["confine"],
+            hash_seed=_HASH_SEED,
         )
     except OSError as exc:
         channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")
@@ -158,6 +167,7 @@ def main() -> int:
         opaque=probes.opaque_probe(crossing=True),
     )
     proxies.watch_identities(str(settings["suite"]), connection)
+    proxies.watch_subclassing()
     guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     channel.send("finish", exit=code)

@@ -92,6 +92,26 @@ _IDENTITY = (
 )
 
 
+def watch_subclassing() -> None:
+    """A class statement of the tests that names a workspace class as a base is a limit.
+
+    ``RemoteMeta`` refuses it when it is the new class's metaclass; beside a base of
+    another metaclass (``class Foo(mod.Base, typing.Protocol)``) Python would stop at
+    the metaclass conflict before any of it runs, so the judge's ``__build_class__``
+    refuses it first.
+    """
+    build = builtins.__build_class__
+
+    def __build_class__(func: Any, name: str, /, *bases: Any, **keywords: Any) -> Any:
+        for base in bases:
+            if isinstance(base, stubs.RemoteMeta):
+                raise stubs.subclass_refused(base, name)
+        return build(func, name, *bases, **keywords)
+
+    __build_class__.__doc__ = build.__doc__
+    builtins.__build_class__ = __build_class__
+
+
 def is_stand_in(value: Any) -> bool:
     """Whether ``value`` stands for a workspace object: its comparisons run in the subject.
 
@@ -486,17 +506,24 @@ class Connection:
         pythonpath: Sequence[str],
         deadline: float,
         confine: Mapping[str, Any] | None = None,
+        hash_seed: str | None = None,
     ) -> Connection:
         """Start the subject and send it its code (it boots while the judge imports pytest).
 
         ``sources`` holds ``confinement`` and the modules of ``boot.SUBJECT_MODULES``;
         the subject applies ``confine`` (a :mod:`confinement` policy) before it runs
         anything else.  Never blocks: what the pipe does not take now, :meth:`hello`
-        sends.
+        sends.  ``hash_seed`` is the judge's own PYTHONHASHSEED, which the subject
+        starts with.
         """
         settings = {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
         started = boot.Boot.start(
-            argv, cwd=cwd, sources=sources, settings=settings, deadline=deadline
+            argv,
+            cwd=cwd,
+            sources=sources,
+            settings=settings,
+            deadline=deadline,
+            hash_seed=hash_seed,
         )
         return cls(started)
 
@@ -654,6 +681,7 @@ class Connection:
         self.limits.clear()
         # What crossed during the test is no longer the same object on both sides.
         self.calls.containers.forget()
+        self.calls.values.forget()
         if self.started and self.boot.broken is None:
             self.peer.outbox.append((9, 0))
         if self.drains.leftovers():
@@ -775,7 +803,8 @@ def _printed(stream: int, payload: Any) -> None:
     if type(text) is not str or type(filename) is not str or type(lineno) is not int:
         msg = "a malformed warning"
         raise wire.WireError(msg)
-    warnings.warn_explicit(text, category, filename, lineno)
+    # Made here, as data: calling a mirrored class would construct at its owner.
+    warnings.warn_explicit(type.__call__(category, text), category, filename, lineno)
 
 
 # -- modules -------------------------------------------------------------------------
@@ -824,6 +853,10 @@ class ProxyModule(types.ModuleType):
     def __getattr__(self, name: str) -> Any:
         # __path__ above all stays local: the subject's folders must never reach the
         # judge's import system.  __file__ is read remotely (a path is only data).
+        if name == "__builtins__":
+            # What an imported module holds in one process: the builtins' namespace
+            # (the judge's own; the subject's is the same).
+            return builtins.__dict__
         if name.startswith("_ldd_") or (name in _LOCAL and name not in _READ_REMOTELY):
             raise AttributeError(name)
         link = object.__getattribute__(self, "_ldd_link")

@@ -33,6 +33,7 @@ import copy
 import importlib
 import sys
 import types
+import typing
 import weakref
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
@@ -45,7 +46,7 @@ else:
         "pytest_ldd._sandbox.handles"
     )
 
-__all__ = ["Link", "Proxy", "RemoteMeta", "StandIns", "ValueProxy"]
+__all__ = ["Link", "Proxy", "RemoteMeta", "StandIns", "ValueProxy", "subclass_refused"]
 
 _TEXT_CHARS = 20_000
 
@@ -91,6 +92,15 @@ class Proxy:
     _ldd_link: Any = None
     _ldd_mro: frozenset[int] = frozenset()
     _ldd_name = "object"
+    # The attributes read at the owner although the stand-in's type has its own: the
+    # special methods of the class (stubs here, for Python's operators) and the
+    # annotations (never those of this class's body).
+    _ldd_owner_names: frozenset[str] = frozenset({"__annotations__"})
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _OWNER_NAMES and name in type.__getattribute__(type(self), "_ldd_owner_names"):
+            return _link(self).getattr(self, name)
+        return object.__getattribute__(self, name)
 
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_ldd_"):
@@ -418,6 +428,9 @@ _MADE: tuple[Any, ...] = (
     {}.keys(), {}.values(), {}.items(), iter(int, 0),
 )  # fmt: skip
 _CLAIMED.update((type(made).__name__, type(made)) for made in _MADE)
+# Classes of the standard library whose instances keep their identity as handles (a
+# ``TypeVar`` is the same object wherever it is used), claimed by their module and name.
+_CLAIMED_STDLIB = {("typing", "TypeVar"): typing.TypeVar}
 
 
 def _claims(cls: type) -> property:
@@ -492,7 +505,7 @@ class Drains:
         iterated = self._iterated
         if iterated is not None and iterated[0] == id(proxy) and now - iterated[2] == asked:
             self._armed = (iterated[1], now)
-        elif not asked and "__next__" in type(proxy).__dict__:
+        elif not asked and "__next__" in type.__getattribute__(type(proxy), "__dict__"):
             self._armed = (proxy, now)
 
     def next(self, proxy: Any) -> Any:
@@ -549,23 +562,25 @@ class RemoteMeta(type):
 
     _ldd_link: Any = None
     _ldd_mro: frozenset[int] = frozenset()
+    # The attributes read off the class at its owner (see __getattribute__).
+    _ldd_owner_names: frozenset[str] = frozenset()
 
     def __new__(mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any]) -> Any:
         # Stand-ins are made with type.__new__; this runs only for a class statement of
         # the tests that names a stand-in as its base.
         base = next((b for b in bases if isinstance(b, RemoteMeta)), None)
-        shown = base.__qualname__ if base is not None else name
-        msg = (
-            f"isolation='process' cannot subclass the workspace class {shown} in the"
-            " hidden tests: it lives in the subject process; use isolation='inprocess'"
-        )
-        link = base._ldd_link if base is not None else None
-        if link is None:
-            raise TypeError(msg)
-        raise link.refuse(msg)
+        raise subclass_refused(base, name)
 
     def __call__(cls, *args: Any, **kwargs: Any) -> Any:
         return _call(cls, *args, **kwargs)
+
+    def __getattribute__(cls, name: str) -> Any:
+        # A special method or the annotations read off the class are its owner's
+        # (``Cls.__eq__.__doc__``, ``Cls.__annotations__``), where the stand-in keeps
+        # stubs of its own for Python's operators and type's own annotations.
+        if name in _OWNER_NAMES and name in type.__getattribute__(cls, "_ldd_owner_names"):
+            return type.__getattribute__(cls, "_ldd_link").getattr(cls, name)
+        return type.__getattribute__(cls, name)
 
     def __getattr__(cls, name: str) -> Any:
         if name.startswith("_ldd_"):
@@ -603,13 +618,27 @@ class RemoteMeta(type):
         return Proxy.__reduce_ex__(cls, protocol)  # type: ignore[arg-type]
 
 
-class _ExceptionMeta(RemoteMeta):
-    """The metaclass of mirrored exception classes: instances are made here, as data."""
+def subclass_refused(base: Any, name: str) -> BaseException:
+    """The error for a class statement that names the stand-in class ``base`` as a base."""
+    shown = base.__qualname__ if base is not None else name
+    msg = (
+        f"isolation='process' cannot subclass the workspace class {shown} in the"
+        " hidden tests: it lives in the subject process; use isolation='inprocess'"
+    )
+    link = type.__getattribute__(base, "_ldd_link") if base is not None else None
+    if link is None:
+        return TypeError(msg)
+    return link.refuse(msg)  # type: ignore[no-any-return]
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
-        # The tests may build a workspace exception to compare or raise: a local one,
-        # which crosses to the subject as an exception of the class it mirrors.
-        return type.__call__(cls, *args, **kwargs)
+
+class _ExceptionMeta(RemoteMeta):
+    """The metaclass of mirrored exception classes: instances cross as data.
+
+    Calling the class (the tests may build a workspace exception to compare or raise)
+    constructs at the owner, whose ``__init__`` and ``__str__`` may be its own
+    (``NotCallableError(msg=..., value=...)``); the exception comes back as data, a
+    real exception of this mirrored class.
+    """
 
 
 def _exception_str(self: BaseException) -> str:
@@ -795,10 +824,15 @@ class StandIns:
                 made = type.__new__(self._exception_meta, record.name, (chosen[0],), namespace)
         elif record.value is not None:
             namespace.update(self._value_namespace(record))
+            # Only what the class overrides: the builtin's own methods answer the rest.
+            namespace["_ldd_owner_names"] = record.special | {"__annotations__"}
             root = (ValueProxy, record.value)
             made = type.__new__(self._metaclass(meta), record.name, root, namespace)
         else:
             namespace.update(self._proxy_namespace(record))
+            # The orderings the class lacks are object's, here as there.
+            protocol = _ALWAYS_OWNER | (record.special & set(handles.ORDERINGS))
+            namespace["_ldd_owner_names"] = record.special | protocol
             native = tuple(handles.abstract_class(n) for n in record.abcs if n in handles.NATIVE)
             for base in native:
                 # The native base's methods would answer here: they are the remote's.
@@ -849,6 +883,8 @@ class StandIns:
             namespace["__iter__"] = _iter_self
         if record.module == "builtins" and record.qualname in _CLAIMED:
             namespace["__class__"] = _claims(_CLAIMED[record.qualname])
+        elif (record.module, record.qualname) in _CLAIMED_STDLIB:
+            namespace["__class__"] = _claims(_CLAIMED_STDLIB[record.module, record.qualname])
         elif record.container is not None:
             # A dict, list or set subclass of the other side: its stand-in holds no
             # items of its own, but claims a class of that base for isinstance().
@@ -954,8 +990,9 @@ class StandIns:
 
 def _construct(cls: type[BaseException], args: tuple[Any, ...]) -> BaseException:
     """An exception of ``cls`` with ``args``, built without running code of the other side."""
+    exc: BaseException
     try:
-        exc = cls(*args)
+        exc = type.__call__(cls, *args)  # never the owner's constructor: data only
     except Exception:
         exc = cls.__new__(cls)
     exc.args = args
@@ -969,6 +1006,13 @@ def _field(index: int) -> Callable[[Any], Any]:
     return get
 
 
+# What a stand-in class may read at its owner instead of from its own namespace; a
+# proxy's class always has these (they compare, hash and print at the owner).
+_OWNER_NAMES = handles.SPECIAL_NAMES | {"__annotations__", "__dict__"}
+_ALWAYS_OWNER = frozenset(handles.OBJECT_PROTOCOL) - frozenset(handles.ORDERINGS) | {
+    "__annotations__",
+    "__dict__",
+}
 # Special methods of the metaclass that the stand-in metaclass keeps its own.
 _META_OWN = frozenset({"__call__", "__repr__", "__str__", "__format__", "__hash__"})
 # Comparison and text methods: a proxy has them always (as requests); a value mirror has

@@ -1,13 +1,13 @@
 """The subject process of ``isolation="process"``: imports the workspace, answers the judge.
 
-The judge starts ``python -I -B -X utf8 -c BOOTSTRAP`` (the ``python=`` wrapper, if
-any, applies here only) and sends, on its standard input, one JSON line of settings
-followed by the source of ``confinement.py`` and of each module this process runs
-(``boot.SUBJECT_MODULES``: the codec, the handle table, the stand-ins, the call
-mapping and this file); nothing of ours needs to be on the subject's disk.  The
-bootstrap confines the process with Landlock first (it may then write only its
-workspace copy and scratch folders, and read nothing of the judge's), and its hello
-reports what was applied.  This process then
+The judge starts ``python -s -B -X utf8 -c BOOTSTRAP`` (the ``python=`` wrapper, if
+any, applies here only), with the judge's PYTHONHASHSEED in its environment, and
+sends, on its standard input, one JSON line of settings followed by the source of
+``confinement.py`` and of each module this process runs (``boot.SUBJECT_MODULES``:
+the codec, the handle table, the stand-ins, the call mapping and this file); nothing
+of ours needs to be on the subject's disk.  The bootstrap confines the process with
+Landlock first (it may then write only its workspace copy and scratch folders, and
+read nothing of the judge's), and its hello reports what was applied.  This process then
 
 1. keeps its standard input and output as the request and answer pipes, points
    file descriptor 0 at ``/dev/null`` and 1 at standard error (what the workspace
@@ -192,6 +192,7 @@ class Subject:
             self.random.received(payload)
         elif stream == 9:  # a test ended: what crossed in it is forgotten
             self.calls.containers.forget()
+            self.calls.values.forget()
         elif stream == 10:  # the tests changed the environment
             for key, value in payload.items():
                 if type(key) is not str or (value is not None and type(value) is not str):
@@ -439,8 +440,14 @@ def main(settings: dict[str, Any]) -> None:
 # The confinement module runs first and confines this process; then each module
 # arrives as source and is registered as ``_ldd_<name>`` before the next one runs; the
 # last one (this file) serves.
+# Started without -I (so that the judge's PYTHONHASHSEED applies): the working folder
+# that ``-c`` put first on sys.path goes before anything is imported, and the seed
+# leaves the environment the workspace sees, as in one process.
 BOOTSTRAP = (
-    "import json,sys,types\n"
+    "import sys,os\n"
+    "if sys.path[:1]==['']:del sys.path[0]\n"
+    "os.environ.pop('PYTHONHASHSEED',None)\n"
+    "import json,types\n"
     "f=sys.stdin.buffer\n"
     "s=json.loads(f.readline())\n"
     "c={'__name__':'_ldd_confinement'}\n"
@@ -451,7 +458,6 @@ BOOTSTRAP = (
     " sys.modules[m.__name__]=m\n"
     " exec(compile(f.read(k),'<ldd-'+n+'>','exec'),m.__dict__)\n"
     "m.main(s)\n"
-    "import os\n"
     "os._exit(0)\n"
 )
 

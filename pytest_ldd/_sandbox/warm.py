@@ -33,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_ldd._sandbox.isolation import JUDGE_FLAGS, new_hash_seed
 from pytest_ldd._sandbox.process import ChildRun, Pipes, settings_line, watch
 from pytest_ldd._sandbox.staging import child_environment
 
@@ -87,17 +88,14 @@ class Zygote:
             env = child_environment(
                 os.environ, {}, home=self.folder / "home", tmp=self.folder / "tmp"
             )
+            flags: tuple[str, ...] = ("-I", "-B", "-X", "utf8")
+            if kind == "judge":
+                # Its judges hash with the seed it started with, and give it to their
+                # subjects (see isolation.JUDGE_FLAGS): random per zygote.
+                flags = JUDGE_FLAGS
+                env["PYTHONHASHSEED"] = new_hash_seed()
             self.proc = subprocess.Popen(
-                [
-                    python,
-                    "-I",
-                    "-B",
-                    "-X",
-                    "utf8",
-                    str(self.folder / "zygote.py"),
-                    str(theirs.fileno()),
-                    kind,
-                ],
+                [python, *flags, str(self.folder / "zygote.py"), str(theirs.fileno()), kind],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 # What a zygote that fails to start says, for the reason of the run.

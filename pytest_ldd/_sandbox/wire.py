@@ -14,13 +14,15 @@ A value is one tag byte and its payload:
 ``r``  range: start, stop, step; ``L`` slice: start, stop, step (any values)
 ``x``  a stdlib value type: one kind byte (path, datetime, date, time, timedelta,
        Decimal, Fraction, UUID, OrderedDict, Counter, defaultdict, deque, a
-       generic alias such as ``list[int]``) and the value's parts as data
+       generic alias such as ``list[int]``, a union such as ``Optional[int]`` or
+       ``int | None``, a compiled regular expression) and the value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``H``  an object that lives in the subject; ``J`` one that lives in the judge:
        each followed by one data value the side's resolver interprets
 ``m``  the sender's own list, dict, set or bytearray number *n* (8 bytes), then
        its value; ``M`` the receiver's own number *n* coming back, then its value
-       (see ``handles.Containers``: the same container is the same object)
+       (see ``containers.Containers``: the same container is the same object); the
+       same for a str, bytes or frozenset (``containers.Values``: its identity)
 =====  ======================================================================
 
 Only values of exactly these types are data.  An instance of a *subclass* of any
@@ -46,12 +48,16 @@ import collections
 import datetime
 import decimal
 import fractions
+import functools
+import operator
 import os
 import pathlib
+import re
 import struct
 import threading
 import time
 import types
+import typing
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -86,6 +92,12 @@ _X_ORDERED_DICT, _X_COUNTER = 8, 9
 _X_DEFAULTDICT, _X_DEQUE = 10, 11
 # ``list[int]``: its origin and arguments cross as values or handles.
 _X_ALIAS = 12
+# ``typing.Optional[int]``, ``typing.Union[a, b]`` and ``int | None``: the arguments,
+# ``None`` for NoneType (which has no builtin name).
+_X_TYPING_UNION, _X_UNION = 13, 14
+# A compiled regular expression: its pattern (str or bytes) and flags.
+_X_PATTERN = 15
+_MAX_PATTERN = 100_000
 
 # The builtin types that may cross by name: the types themselves, never functions.
 BUILTIN_TYPES = frozenset(
@@ -129,6 +141,7 @@ class Encoder:
         begin: Callable[[], None] | None = None,
         end: Callable[..., None] | None = None,
         mark: Callable[[Any], tuple[bytes, int] | None] | None = None,
+        mark_value: Callable[[Any], tuple[bytes, int] | None] | None = None,
     ) -> None:
         self._other = other
         self._max_bytes = max_bytes
@@ -136,6 +149,8 @@ class Encoder:
         self._end = end
         # ``mark(container)``: the tag and number that say which container it is, or None.
         self._mark = mark
+        # ``mark_value(value)``: the same for a str, bytes or frozenset (its identity).
+        self._mark_value = mark_value
 
     def encode(self, value: Any) -> bytes:
         """One message body; raises :class:`WireError` when it is too deep or too large.
@@ -173,26 +188,35 @@ class Encoder:
         elif cls is int:
             self._int(value, out)
         elif cls is str:
+            # One character or none: the same object in both interpreters already.
+            if self._mark_value is not None and len(value) > 1:
+                found = self._mark_value(value)
+                if found is not None:
+                    out += (found[0], _Q.pack(found[1]))
             data = value.encode("utf-8", "surrogatepass")
             out += (b"s", _L.pack(len(data)), data)
         elif cls is float:
             out += (b"f", _D.pack(value))
         elif cls is tuple or cls is list or cls is set or cls is frozenset:
             if self._mark is not None and (cls is list or cls is set):
-                self._marked(value, out)
+                self._marked(value, out, self._mark)
+            elif self._mark_value is not None and cls is frozenset:
+                self._marked(value, out, self._mark_value)
             out += (_SEQ_TAGS[cls], _L.pack(len(value)))  # type: ignore[index]
             for item in value:
                 self._put(item, out, depth + 1)
         elif cls is dict:
             if self._mark is not None:
-                self._marked(value, out)
+                self._marked(value, out, self._mark)
             out += (b"d", _L.pack(len(value)))
             for key, item in value.items():
                 self._put(key, out, depth + 1)
                 self._put(item, out, depth + 1)
         elif cls is bytes or cls is bytearray:
             if self._mark is not None and cls is bytearray:
-                self._marked(value, out)
+                self._marked(value, out, self._mark)
+            elif self._mark_value is not None and cls is bytes:
+                self._marked(value, out, self._mark_value)
             out += (b"b" if cls is bytes else b"y", _L.pack(len(value)), bytes(value))
         elif cls is complex:
             out += (b"c", _DD.pack(value.real, value.imag))
@@ -217,8 +241,11 @@ class Encoder:
             out.append(tag)
             self._put(payload, out, depth + 1)
 
-    def _marked(self, value: Any, out: list[bytes]) -> None:
-        found = self._mark(value)  # type: ignore[misc]
+    @staticmethod
+    def _marked(
+        value: Any, out: list[bytes], mark: Callable[[Any], tuple[bytes, int] | None]
+    ) -> None:
+        found = mark(value)
         if found is not None:
             out += (found[0], _Q.pack(found[1]))
 
@@ -231,9 +258,13 @@ class Encoder:
             out += (b"I", _L.pack(len(data)), data)
 
 
-# The mutable containers, which cross by value with a mark that says which they are.
+# The mutable containers, which cross by value with a mark that says which they are,
+# and the immutable values that do so to keep their identity.
 _MARKABLE = frozenset({list, dict, set, bytearray})
+_IDENTIFIED = frozenset({str, bytes, frozenset})
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
+# The class of ``typing.Optional[int]`` (the typing form, not ``int | None``'s).
+_TYPING_UNION = type(typing.Union[int, str])  # noqa: UP007
 _STDLIB: dict[type, int] = {
     **dict.fromkeys(_PATHS, _X_PATH),
     datetime.datetime: _X_DATETIME,
@@ -248,7 +279,13 @@ _STDLIB: dict[type, int] = {
     collections.defaultdict: _X_DEFAULTDICT,
     collections.deque: _X_DEQUE,
     types.GenericAlias: _X_ALIAS,
+    _TYPING_UNION: _X_TYPING_UNION,
+    types.UnionType: _X_UNION,
+    re.Pattern: _X_PATTERN,
 }
+
+
+_UNIONS = (_TYPING_UNION, types.UnionType)
 
 
 def value_base(cls: type) -> type | None:
@@ -322,6 +359,10 @@ def _stdlib_parts(value: Any) -> Any:
         return (tuple(collections.deque.__iter__(value)), value.maxlen)
     if cls is types.GenericAlias:
         return (value.__origin__, value.__args__)
+    if cls is re.Pattern:
+        return (value.pattern, value.flags)
+    if cls in _UNIONS:
+        return tuple(None if arg is type(None) else arg for arg in value.__args__)
     return value.bytes
 
 
@@ -332,10 +373,13 @@ class Decoder:
         self,
         refs: dict[bytes, Callable[[Any], Any]],
         marked: Callable[[bytes, int, Any], Any] | None = None,
+        marked_value: Callable[[bytes, int, Any], Any] | None = None,
     ) -> None:
         self._refs = refs
-        # ``marked(tag, number, value)``: the container to use for a marked value.
+        # ``marked(tag, number, value)``: the container to use for a marked value;
+        # ``marked_value``: the str, bytes or frozenset to use.
         self._marked = marked
+        self._marked_value = marked_value
 
     def decode(self, data: bytes) -> Any:
         """The value of one message body; :class:`WireError` for anything malformed."""
@@ -440,10 +484,13 @@ class Decoder:
         if (tag == b"m" or tag == b"M") and self._marked is not None:
             number = _Q.unpack_from(data, pos)[0]
             value, pos = self._get(data, pos + 8, depth)
-            if type(value) not in _MARKABLE:
-                msg = f"a mark on a {type(value).__name__}"
-                raise WireError(msg)
-            return self._marked(tag, number, value), pos
+            marked_type = type(value)
+            if marked_type in _MARKABLE:
+                return self._marked(tag, number, value), pos
+            if marked_type in _IDENTIFIED and self._marked_value is not None:
+                return self._marked_value(tag, number, value), pos
+            msg = f"a mark on a {marked_type.__name__}"
+            raise WireError(msg)
         msg = f"an unknown tag {tag!r}"
         raise WireError(msg)
 
@@ -565,6 +612,22 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         return collections.deque(items, maxlen)
     if kind == _X_ALIAS and type(parts) is tuple and len(parts) == 2 and type(parts[1]) is tuple:
         return types.GenericAlias(parts[0], parts[1])
+    if kind in (_X_TYPING_UNION, _X_UNION) and type(parts) is tuple and len(parts) > 1:
+        try:
+            if kind == _X_TYPING_UNION:
+                return typing.Union[parts]  # noqa: UP007 - the typing form itself
+            return functools.reduce(operator.or_, parts)
+        except TypeError as exc:
+            msg = "a union of arguments that are not types"
+            raise WireError(msg) from exc
+    if kind == _X_PATTERN and type(parts) is tuple and len(parts) == 2:
+        pattern, flags = parts
+        if type(pattern) in (str, bytes) and len(pattern) <= _MAX_PATTERN and type(flags) is int:
+            try:
+                return re.compile(pattern, flags)
+            except (re.error, ValueError, OverflowError) as exc:
+                msg = f"a malformed regular expression {pattern!r:.40}"
+                raise WireError(msg) from exc
     if kind == _X_ORDERED_DICT:
         return collections.OrderedDict(_pairs(parts, kind))
     if kind == _X_COUNTER:

@@ -191,9 +191,17 @@ def serve(runner: types.ModuleType, control: socket.socket) -> None:
             return  # the parent is gone or confused: the zygote is not needed any more
 
 
+def _forget_script_folder() -> None:
+    # A judge's zygote starts without -I (so that PYTHONHASHSEED applies), which puts
+    # this file's folder first on sys.path: nothing is imported from there.
+    if sys.path and os.path.realpath(sys.path[0] or os.curdir) == os.path.realpath(_HERE):
+        del sys.path[0]
+
+
 def main() -> int:
     """Warm up, say so, then serve the parent's requests."""
     control = socket.socket(fileno=int(sys.argv[1]))
+    _forget_script_folder()
     runner = warm_up(sys.argv[2] if len(sys.argv) > 2 else "runner")
     # What the zygote made lives as long as it does: keep the collector off it, so
     # that a child's collections (pytest runs several as it ends) walk only what the

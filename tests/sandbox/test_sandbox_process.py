@@ -19,6 +19,7 @@ import pathlib
 import re
 import sys
 import time
+import typing
 import unittest
 import uuid
 from pathlib import Path
@@ -29,12 +30,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import boot, proxies, subject, wire
+from pytest_ldd._sandbox import boot, containers, proxies, subject, wire
 from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
 from pytest_ldd.errors import InvalidSpecError, SandboxError
-from pytest_ldd.sandbox import HiddenTests, Verdict, hidden_tests, run_hidden_tests
+from pytest_ldd.sandbox import HiddenTests, Verdict, grade_many, hidden_tests, run_hidden_tests
 
 SHAPES = Path(__file__).parent.parent / "process_shapes"
 MODES = ("inprocess", "process")
@@ -68,6 +69,9 @@ def _roundtrip(value: Any) -> Any:
     return decoder.decode(encoder.encode(value))
 
 
+# The typing forms themselves, not ``X | Y``: they are another class.
+OPTIONAL_INT = typing.Optional[int]  # noqa: UP045
+UNION_OF_THREE = typing.Union[int, str, None]  # noqa: UP007
 VALUES = [
     None, True, False, 0, -1, 2**200, -(2**70), 1.5, math.inf, -math.inf, 1 + 2j, "",
     "\u00e9\udc80", b"\x00\xff", (1, (2,)), [1, [2, {"a": [3]}]], {1, 2}, frozenset({3}),
@@ -82,7 +86,8 @@ VALUES = [
     range(2, 20, 3), range(-(2**70)), slice(1, None, "x"), bytearray(b"\x00a"), ...,
     NotImplemented,
     collections.defaultdict(list, {"a": [1]}), collections.deque([1, 2], maxlen=3),
-    list[int], dict[str, tuple[int, ...]],
+    list[int], dict[str, tuple[int, ...]], OPTIONAL_INT, UNION_OF_THREE, int | None, bytes | str,
+    re.compile("a+b", re.IGNORECASE), re.compile(b"x.*"),
 ]  # fmt: skip
 
 
@@ -1654,3 +1659,322 @@ def test_every_test_of_a_large_suite_may_meet_a_limit(task: SimpleNamespace) -> 
     assert set(verdict.outcomes.values()) == {"failed"}
     assert verdict.inconclusive, verdict.reason
     assert not verdict.tampered
+
+
+WORDS_MODULE = (
+    "import os\n\n\n"
+    "def shown(text):\n    return repr(set(text.split()))\n\n\n"
+    "def hashed(text):\n    return hash(text)\n\n\n"
+    "def seed_in_environment():\n    return 'PYTHONHASHSEED' in os.environ\n"
+)
+WORDS_TESTS = (
+    "import os\nimport re\nimport words\n\n"
+    "TEXT = ' '.join(f'w{n}' for n in range(40))\n\n\n"
+    "def test_a_set_of_strings_iterates_in_one_order():\n"
+    "    assert words.shown(TEXT) == repr(set(TEXT.split()))\n"
+    "    assert words.hashed('ldd') == hash('ldd')\n\n\n"
+    "def test_the_seed_is_no_variable_of_either():\n"
+    "    assert not words.seed_in_environment()\n"
+    "    assert 'PYTHONHASHSEED' not in os.environ\n"
+)
+
+
+def test_the_judge_and_the_subject_hash_strings_alike_with_a_seed_per_run(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"words.py": WORDS_MODULE})
+    shown = WORDS_TESTS + "\n\ndef test_shows_the_seed():\n    assert hash('ldd') == 'seed'\n"
+    _write(task.hidden, {"test_words.py": shown})
+    hashes = set()
+    for _ in range(2):
+        verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+        assert dict(verdict.outcomes) == {
+            "test_words.py::test_a_set_of_strings_iterates_in_one_order": "passed",
+            "test_words.py::test_the_seed_is_no_variable_of_either": "passed",
+            "test_words.py::test_shows_the_seed": "failed",
+        }, verdict.output_tail[-3000:]
+        found = re.search(r"assert (-?\d+) == 'seed'", verdict.output_tail)
+        assert found is not None, verdict.output_tail[-3000:]
+        hashes.add(found.group(1))
+    # A seed of each run's own (a cold judge), never a constant.
+    assert len(hashes) == 2
+
+
+def test_a_warm_judge_and_its_subject_hash_strings_alike(tmp_path: Path) -> None:
+    pairs = []
+    for name in ("one", "two"):
+        ws = _write(tmp_path / name / "ws", {"words.py": WORDS_MODULE})
+        hidden = _write(tmp_path / name / "hidden", {"test_words.py": WORDS_TESTS})
+        pairs.append((ws, hidden))
+    verdicts = dict(grade_many(pairs, isolation="process"))
+    for verdict in verdicts.values():
+        assert verdict.passed, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+        assert "started cold" not in verdict.reason
+
+
+SAME_MODULE = (
+    "NAME = ''.join(['na', 'me'])\n\n\n"
+    "def identity(value):\n    return value\n\n\n"
+    "def copy_of(text):\n    return ''.join(list(text))\n\n\n"
+    "def pair(a, b):\n    return a, b\n\n\n"
+    "def are_same(a, b):\n    return a is b\n\n\n"
+    "def is_name(value):\n    return value is NAME\n\n\n"
+    "def visit(items, visit):\n    for item in items:\n        visit(item)\n"
+)
+SAME_TESTS = (
+    "import same\n\n\n"
+    "def test_a_value_that_makes_a_round_trip_is_the_same_object():\n"
+    "    target = ''.join(['tar', 'get'])\n"
+    "    assert same.identity(target) is target\n"
+    "    assert same.identity([target])[0] is target\n"
+    "    seen = []\n"
+    "    same.visit(['target', target], lambda v: seen.append(v is target))\n"
+    "    assert seen == [False, True]\n"
+    "    frozen = frozenset({1, 'x'})\n"
+    "    assert same.identity(frozen) is frozen\n"
+    "    data = b'da' * 3\n"
+    "    assert same.identity(data) is data\n\n\n"
+    "def test_equal_values_stay_distinct_objects():\n"
+    "    a, b = ''.join(['ab', 'c']), ''.join(['a', 'bc'])\n"
+    "    x, y = same.pair(a, b)\n"
+    "    assert x is a and y is b\n"
+    "    assert same.are_same(a, a)\n"
+    "    assert not same.are_same(a, b)\n"
+    "    assert same.copy_of(a) == a\n"
+    "    assert same.copy_of(a) is not a\n\n\n"
+    "def test_a_workspace_value_is_the_same_object_when_it_comes_back():\n"
+    "    assert same.is_name(same.NAME)\n"
+    "    assert not same.is_name(''.join(['na', 'me']))\n"
+)
+
+
+def test_a_string_that_makes_a_round_trip_is_the_same_object(task: SimpleNamespace) -> None:
+    _write(task.ws, {"same.py": SAME_MODULE})
+    _write(task.hidden, {"test_same.py": SAME_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    # A workspace that hands back an equal copy fails as in one process.
+    copying = "def identity(value):\n    return value[:1] + value[1:]\n"
+    _write(task.ws, {"same.py": SAME_MODULE.replace("def identity(value):\n", copying, 1)})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert dict(plain.outcomes) == dict(process.outcomes)
+    round_trip = "test_same.py::test_a_value_that_makes_a_round_trip_is_the_same_object"
+    assert process.outcomes[round_trip] == "failed"
+    assert not process.passed
+    assert not process.inconclusive
+
+
+def test_a_string_named_back_is_the_original_only_when_it_is_the_value_that_was_sent() -> None:
+    judge, subject = containers.Values(), containers.Values()
+
+    def codec(values: containers.Values) -> tuple[wire.Encoder, wire.Decoder]:
+        def handle(obj: object) -> tuple[bytes, int]:
+            return b"H", id(obj)
+
+        encoder = wire.Encoder(handle, mark=lambda c: None, mark_value=values.mark)
+        decoder = wire.Decoder({}, marked=lambda t, n, v: v, marked_value=values.marked)
+        return encoder, decoder
+
+    to_subject, from_judge = codec(judge)[0], codec(subject)[1]
+    to_judge, from_subject = codec(subject)[0], codec(judge)[1]
+    sent = "".join(["tar", "get"])
+    other = "".join(["oth", "er"])
+    received = from_judge.decode(to_subject.encode((sent, other)))
+    assert received == (sent, other)
+    assert from_subject.decode(to_judge.encode(received))[0] is sent
+    # The same str sent again is the same copy there.
+    assert from_judge.decode(to_subject.encode(sent)) is received[0]
+    # A forged number: an unknown one, or one of another value, is a plain copy.
+    forged = wire.Encoder(lambda obj: (b"H", 0), mark_value=lambda v: (b"M", 99))
+    assert from_subject.decode(forged.encode(sent)) is not sent
+    forged = wire.Encoder(lambda obj: (b"H", 0), mark_value=lambda v: (b"M", 1))
+    assert from_subject.decode(forged.encode(other)) is not sent
+    assert from_subject.decode(forged.encode(sent)) is sent
+    judge.forget()
+    assert from_subject.decode(forged.encode(sent)) is not sent
+
+
+OWNED_MODULE = (
+    "class Money:\n"
+    "    amount: int\n\n"
+    "    def __init__(self, amount):\n        self.amount = amount\n\n"
+    "    def __eq__(self, other):\n"
+    "        '''Equal amounts.'''\n"
+    "        return isinstance(other, Money) and other.amount == self.amount\n\n"
+    "    __hash__ = None\n\n"
+    "    def __call__(self, x: int) -> str:\n        return str(x)\n\n\n"
+    "def annotated(x: int) -> str:\n    return str(x)\n\n\n"
+    "def annotations_of(cls):\n    return cls.__dict__.get('__annotations__', {})\n"
+)
+OWNED_TESTS = (
+    "import owned\n\n\n"
+    "def test_a_special_method_read_off_a_class_or_object_is_the_owners():\n"
+    "    assert owned.Money.__eq__.__doc__ == 'Equal amounts.'\n"
+    "    assert owned.Money.__eq__.__name__ == '__eq__'\n"
+    "    assert owned.Money.__hash__ is None\n"
+    "    assert owned.Money(1).__call__.__annotations__ == {'x': int, 'return': str}\n"
+    "    assert owned.Money(1) == owned.Money(1)\n\n\n"
+    "def test_annotations_and_the_class_dict_are_the_owners():\n"
+    "    assert owned.annotated.__annotations__ == {'x': int, 'return': str}\n"
+    "    assert owned.Money.__annotations__ == {'amount': int}\n"
+    "    assert owned.Money.__dict__['__annotations__'] == {'amount': int}\n"
+    "    assert '__eq__' in owned.Money.__dict__\n\n\n"
+    "def test_workspace_code_reads_a_test_class_as_it_is():\n"
+    "    class Point:\n        x: int\n        y: str\n\n"
+    "    assert owned.annotations_of(Point) == {'x': int, 'y': str}\n"
+)
+
+
+def test_special_methods_annotations_and_dict_of_a_class_are_read_at_its_owner(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"owned.py": OWNED_MODULE})
+    _write(task.hidden, {"test_owned.py": OWNED_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+def test_subclassing_a_workspace_class_beside_another_metaclass_is_a_limit(
+    task: SimpleNamespace,
+) -> None:
+    protocol = "import typing\n\n\nclass Base(typing.Protocol):\n    def size(self) -> int: ...\n"
+    _write(task.ws, {"base.py": protocol})
+    _write(
+        task.hidden,
+        {
+            "test_base.py": (
+                "import typing\nimport base\n\n\n"
+                "def test_with_a_protocol():\n"
+                "    class Foo(base.Base, typing.Protocol):\n        pass\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed
+    assert process.inconclusive, process.reason
+    assert "cannot subclass the workspace class Base" in process.reason
+
+
+TYPED_MODULE = (
+    "import typing\n\n"
+    "T = typing.TypeVar('T')\n\n\n"
+    "def maybe(x: typing.Optional[int]) -> int | None:\n    return x\n\n\n"
+    "def same(x: T) -> T:\n    return x\n"
+)
+TYPED_TESTS = (
+    "import typing\nimport typed\n\n\n"
+    "def test_unions_cross_as_themselves():\n"
+    "    hints = typed.maybe.__annotations__\n"
+    "    assert hints == {'x': typing.Optional[int], 'return': int | None}\n\n\n"
+    "def test_a_type_variable_is_one():\n"
+    "    t = typed.same.__annotations__['x']\n"
+    "    assert isinstance(t, typing.TypeVar)\n"
+    "    assert typed.same.__annotations__ == {'x': t, 'return': t}\n"
+    "    assert t is typed.T\n"
+)
+
+
+def test_unions_and_type_variables_of_annotations_cross(task: SimpleNamespace) -> None:
+    _write(task.ws, {"typed.py": TYPED_MODULE})
+    _write(task.hidden, {"test_typed.py": TYPED_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+PATTERNS_MODULE = (
+    "import re\n\n"
+    "FUNC = re.match\n\n\n"
+    "def known(func):\n    return func in (re.match, re.search, re.fullmatch)\n\n\n"
+    "def flags_of(pattern):\n    return re.compile(pattern).flags\n\n\n"
+    "def compiled(text):\n    return re.compile(text, re.IGNORECASE)\n"
+)
+PATTERNS_TESTS = (
+    "import re\nimport patterns\n\n\n"
+    "def test_the_functions_of_re_are_themselves():\n"
+    "    assert patterns.known(re.search)\n"
+    "    assert patterns.FUNC is re.match\n\n\n"
+    "def test_a_compiled_pattern_is_one():\n"
+    "    assert patterns.flags_of(re.compile('a', re.MULTILINE)) & re.MULTILINE\n"
+    "    assert patterns.compiled('a+').match('AA')\n"
+    "    assert patterns.compiled('a+') == re.compile('a+', re.IGNORECASE)\n"
+)
+
+
+def test_functions_of_re_and_compiled_patterns_cross_as_themselves(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"patterns.py": PATTERNS_MODULE})
+    _write(task.hidden, {"test_patterns.py": PATTERNS_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+# A stdlib value's kind byte (wire._X_PATTERN, _X_TYPING_UNION) and malformed parts.
+@pytest.mark.parametrize(
+    ("kind", "parts"),
+    [
+        (15, ("(", 0)),
+        (15, ("a" * 100_001, 0)),
+        (15, (b"x", "flags")),
+        (13, ([1], int)),
+        (13, (int,)),
+    ],
+)
+def test_a_malformed_pattern_or_union_is_a_wire_error(kind: int, parts: tuple[Any, ...]) -> None:
+    body = wire.Encoder(lambda obj: (b"H", 0)).encode(parts)
+    with pytest.raises(wire.WireError):
+        wire.Decoder({}).decode(b"x" + bytes((kind,)) + body)
+
+
+ERRORS_MODULE = (
+    "class NotCallable(TypeError):\n"
+    "    def __init__(self, msg, value):\n"
+    "        super().__init__(msg, value)\n"
+    "        self.msg = msg\n        self.value = value\n\n"
+    "    def __str__(self):\n        return str(self.msg)\n\n\n"
+    "def value_of(exc):\n    return exc.value\n"
+)
+ERRORS_TESTS = (
+    "import pytest\nimport errors\n\n\n"
+    "def test_a_workspace_exception_built_by_the_test_is_its_classes():\n"
+    "    exc = errors.NotCallable(msg='Some Message', value=42)\n"
+    "    assert str(exc) == 'Some Message'\n"
+    "    assert exc.value == 42 and exc.args == ('Some Message', 42)\n"
+    "    assert isinstance(exc, TypeError)\n"
+    "    assert errors.value_of(exc) == 42\n"
+    "    with pytest.raises(errors.NotCallable, match='Some'):\n"
+    "        raise exc\n"
+)
+
+
+def test_a_workspace_exception_class_called_by_the_tests_constructs_at_its_owner(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"errors.py": ERRORS_MODULE})
+    _write(task.hidden, {"test_errors.py": ERRORS_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleNamespace) -> None:
+    _write(task.ws, {"listed.py": "import re\n\nVALUE = 1\n"})
+    _write(
+        task.hidden,
+        {
+            "test_listed.py": (
+                "import listed\n\n\n"
+                "def test_every_name():\n"
+                "    found = {name: getattr(listed, name) for name in dir(listed)}\n"
+                "    assert found['VALUE'] == 1\n"
+                "    assert found['__builtins__']['len'] is len\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
