@@ -53,6 +53,7 @@ import sys
 import tokenize
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, TypeVar
 
 from pytest_ldd._sandbox.probes import draw_like, shape_of
@@ -84,32 +85,26 @@ _SAFE_CONTEXTS = frozenset(
     }
 )  # fmt: skip
 _PATCH_METHODS = frozenset({"object", "dict", "multiple"})
-_FLIPPED_OPS: dict[type[ast.cmpop], type[ast.cmpop]] = {
-    ast.Eq: ast.NotEq, ast.NotEq: ast.Eq, ast.Lt: ast.GtE, ast.GtE: ast.Lt, ast.Gt: ast.LtE,
-    ast.LtE: ast.Gt, ast.In: ast.NotIn, ast.NotIn: ast.In, ast.Is: ast.IsNot, ast.IsNot: ast.Is,
-}  # fmt: skip
-_UNITTEST_FLIPS = {
-    "assertTrue": "assertFalse", "assertFalse": "assertTrue",
-    "assertIsNone": "assertIsNotNone", "assertIsNotNone": "assertIsNone",
-    "assertIn": "assertNotIn", "assertNotIn": "assertIn",
-    "assertIs": "assertIsNot", "assertIsNot": "assertIs",
-    "assertIsInstance": "assertNotIsInstance", "assertNotIsInstance": "assertIsInstance",
-    "assertRegex": "assertNotRegex", "assertNotRegex": "assertRegex",
-    "assertEqual": "assertNotEqual", "assertEquals": "assertNotEqual",
-    "assertNotEqual": "assertEqual",
-    "assertGreater": "assertLessEqual", "assertLessEqual": "assertGreater",
-    "assertGreaterEqual": "assertLess", "assertLess": "assertGreaterEqual",
-    "assertAlmostEqual": "assertNotAlmostEqual", "assertNotAlmostEqual": "assertAlmostEqual",
-}  # fmt: skip
+# unittest's assertions: a module-level helper that calls one is a check of the tests.
+_UNITTEST_ASSERTIONS = frozenset(
+    {
+        "assertTrue", "assertFalse", "assertIsNone", "assertIsNotNone", "assertIn",
+        "assertNotIn", "assertIs", "assertIsNot", "assertIsInstance", "assertNotIsInstance",
+        "assertRegex", "assertNotRegex", "assertEqual", "assertEquals", "assertNotEqual",
+        "assertGreater", "assertLessEqual", "assertGreaterEqual", "assertLess",
+        "assertAlmostEqual", "assertNotAlmostEqual",
+    }
+)  # fmt: skip
 _UNITTEST_EQUAL = frozenset(
     {
         "assertEqual", "assertEquals", "assertListEqual", "assertTupleEqual", "assertDictEqual",
         "assertSetEqual", "assertSequenceEqual", "assertMultiLineEqual", "assertCountEqual",
     }
 )  # fmt: skip
+_UNITTEST_CHECKS = _UNITTEST_ASSERTIONS | _UNITTEST_EQUAL
 _TEST_LIBRARIES = frozenset({"pytest", "_pytest", "hypothesis", "unittest", "mock"})
-# An option's strength: a redrawn value catches liars; a flip only catches rewriters.
-_VALUE, _RAISES_MATCH, _LOGIC = 2, 1, 0
+# An option's strength: a redrawn value catches liars; a ``match=`` only catches rewriters.
+_VALUE, _RAISES_MATCH = 2, 1
 # pytest.approx's defaults; math.isclose's.
 _APPROX_REL, _APPROX_ABS = 1e-6, 1e-12
 _ISCLOSE_REL = 1e-9
@@ -549,19 +544,8 @@ class _Perturber:
                 found += self._column(test, test.comparators[0])
             elif isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
                 found += self._offset(test)
-            if isinstance(op, (ast.Is, ast.IsNot)) and isinstance(
-                test.comparators[0], ast.Constant
-            ):
-                found.append(_Option(_LOGIC, lambda rng: self._is_constant(test)))
-            else:
-                found.append(_Option(_LOGIC, lambda rng: self._flip(test)))
-            return found
-        if isinstance(test, ast.Call) and _called_name(test.func) in _ISCLOSE:
+        elif isinstance(test, ast.Call) and _called_name(test.func) in _ISCLOSE:
             found += self._isclose(test)
-        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-            found.append(_Option(_LOGIC, lambda rng: self._unnegate(statement)))
-        else:
-            found.append(_Option(_LOGIC, lambda rng: self._negate(statement)))
         return found
 
     def _values(
@@ -570,9 +554,22 @@ class _Perturber:
         slots = _slots(parent, field_name, index, self.fn)
         if not slots:
             return []
-        # A literal of either side will do: slots never reach inside a call, so no
-        # literal that is also an input of the code under test is ever redrawn.
-        return [_Option(_VALUE, lambda rng: self._redraw_one(slots, rng))]
+        # Either side will do: slots never reach inside a call, so no literal that is
+        # also an input of the code under test is ever redrawn.
+        return [_Option(_VALUE, lambda rng: self._redraw_all(slots, rng))]
+
+    def _redraw_all(self, slots: list[_Slot], rng: random.Random) -> str | None:
+        """Every literal of one expected value redrawn.
+
+        An honest ``__eq__`` may ignore a part of what it is compared with (a version's
+        build metadata, a record's field it does not own): with one element of a
+        display redrawn, honest code could still be equal to it.  With every literal
+        redrawn, it would have to ignore them all.
+        """
+        changes = [change for slot in slots if (change := _redraw(slot, rng, self.pool))]
+        if not changes:
+            return None
+        return changes[0] if len(changes) == 1 else f"{len(changes)} literals: {changes[0]}, ..."
 
     def _redraw_one(self, slots: list[_Slot], rng: random.Random) -> str | None:
         for slot in rng.sample(slots, len(slots)):
@@ -663,15 +660,12 @@ class _Perturber:
             if name == "assertAlmostEqual":
                 tolerance = self._almost_tolerance(call)
                 if tolerance is None:
-                    return [_Option(_LOGIC, lambda rng: self._rename(call, _UNITTEST_FLIPS[name]))]
+                    return []
                 distance = 4 * tolerance
-            slots = _slots(call, "args", 0, self.fn, distance)
-            slots += _slots(call, "args", 1, self.fn, distance)
-            if slots:
-                found.append(_Option(_VALUE, lambda rng: self._redraw_one(slots, rng)))
-        if name in _UNITTEST_FLIPS:
-            flipped = _UNITTEST_FLIPS[name]
-            found.append(_Option(_LOGIC, lambda rng: self._rename(call, flipped)))
+            for index in (0, 1):
+                slots = _slots(call, "args", index, self.fn, distance)
+                if slots:
+                    found.append(_Option(_VALUE, partial(self._redraw_all, slots)))
         return found
 
     def _almost_tolerance(self, call: ast.Call) -> float | None:
@@ -693,39 +687,6 @@ class _Perturber:
         return [_Option(_RAISES_MATCH, lambda rng: self._match(statement))]
 
     # -- the perturbations ------------------------------------------------------------
-
-    def _flip(self, compare: ast.Compare) -> str | None:
-        op = compare.ops[0]
-        flipped = _FLIPPED_OPS.get(type(op))
-        if flipped is None:
-            return None
-        compare.ops = [flipped()]
-        return f"{type(op).__name__} -> {flipped.__name__}"
-
-    def _is_constant(self, compare: ast.Compare) -> str | None:
-        right = compare.comparators[0]
-        assert isinstance(right, ast.Constant)
-        if isinstance(right.value, bool) and isinstance(compare.ops[0], ast.Is):
-            compare.comparators = [ast.Constant(not right.value)]
-            return f"is {right.value} -> is {not right.value}"
-        return self._flip(compare)
-
-    def _negate(self, statement: ast.Assert) -> str:
-        before = _short(statement.test)
-        statement.test = ast.UnaryOp(ast.Not(), statement.test)
-        return f"{before} -> not ..."
-
-    def _unnegate(self, statement: ast.Assert) -> str:
-        test = statement.test
-        assert isinstance(test, ast.UnaryOp)
-        statement.test = test.operand
-        return f"not {_short(test.operand)} -> {_short(test.operand)}"
-
-    def _rename(self, call: ast.Call, name: str) -> str:
-        assert isinstance(call.func, ast.Attribute)
-        before = call.func.attr
-        call.func.attr = name
-        return f"{before} -> {name}"
 
     def _match(self, statement: ast.With | ast.AsyncWith) -> str | None:
         item = _raises_item(statement)
@@ -1164,7 +1125,7 @@ def plant_twins(
         and not node.name.startswith("test")
         and any(
             isinstance(child, ast.Assert)
-            or (isinstance(child, ast.Call) and _called_name(child.func) in _UNITTEST_FLIPS)
+            or (isinstance(child, ast.Call) and _called_name(child.func) in _UNITTEST_CHECKS)
             for child in ast.walk(node)
         )
     }
