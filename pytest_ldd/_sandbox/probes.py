@@ -12,7 +12,9 @@ know -- and a claim about a probe is proof that the object lies:
   distribution (sign, magnitude, roundness, length, character classes; often another
   literal of the hidden tests), never equal to it.  A value equal to ``42`` is not
   equal to ``57`` as well; one ordered ``< 57`` is not also ``>= 57``; ``w - 42`` and
-  ``w - 57`` are not the same number.
+  ``w - 57`` are not the same number.  A container's look-alike has *every* element
+  redrawn: an honest ``__eq__`` may ignore a part of what it is compared with (a
+  version's build metadata), so one changed element would prove nothing.
 
 Which operands are targets is the caller's rule: in the test process, a value whose
 class (or a class of its MRO) was defined by a module loaded from the workspace
@@ -81,6 +83,8 @@ _AST_ARITHMETIC = {ast.Add: "+", ast.Sub: "-"}
 MAX_TARGETS = 4
 SCAN_BUDGET = 10_000
 SCAN_DEPTH = 32
+# A container look-alike redraws every element; a longer one gets none.
+MAX_REDRAWN = 256
 _DRAW_ATTEMPTS = 64
 _SHOWN = 120
 # Literals of the hidden tests kept as look-alike candidates, per shape and in all.
@@ -131,8 +135,10 @@ def draw_like(
     -> ``57``, ``300`` -> ``700``, ``3.14`` -> ``7.82``, ``1e-06`` -> ``4e-06``) and
     differ by at least 10% and by more than ``min_distance``; strings and bytes keep
     their length and the class of each character (letters, digits, case, the rest),
-    every letter and digit changed; a list, tuple, dict or set gets one element (a
-    dict one value, else one key) drawn like that.  With even odds a number or string
+    every letter and digit changed; a list, tuple, dict or set gets every element (a
+    dict every value, else every key) drawn like that -- an honest ``__eq__`` may ignore
+    a part of what it is compared with, never all of it -- up to :data:`MAX_REDRAWN`
+    elements.  With even odds a number or string
     comes from ``pool`` instead (literals of the hidden tests with the same shape),
     so that a drawn value looks as natural as the real one.  None where there is no
     such value (None, NaN, a class of its own).
@@ -276,49 +282,42 @@ def _sequence_like(
     kind = type(value)
     if not value:
         return kind([rng.randrange(1, 10)])
-    start = rng.randrange(len(value))
-    for offset in range(min(len(value), 8)):
-        at = (start + offset) % len(value)
-        drawn = draw_like(value[at], rng, pool, depth=depth + 1)
-        if drawn is not None:
-            items = list(value)
-            items[at] = drawn
-            return kind(items)
-    return None
+    if len(value) > MAX_REDRAWN:
+        return None
+    items = [draw_like(item, rng, pool, depth=depth + 1) for item in value]
+    if all(item is None for item in items):
+        return None
+    return kind(old if new is None else new for old, new in zip(value, items, strict=True))
 
 
 def _mapping_like(value: dict[Any, Any], rng: random.Random, pool: Pool, depth: int) -> Any:
     if not value:
         return {_text_like("key", rng): rng.randrange(1, 10)}
-    keys = list(value)
-    start = rng.randrange(len(keys))
-    for offset in range(min(len(keys), 8)):
-        key = keys[(start + offset) % len(keys)]
-        drawn = draw_like(value[key], rng, pool, depth=depth + 1)
-        if drawn is not None:
-            return {**value, key: drawn}
-    for offset in range(min(len(keys), 8)):
-        key = keys[(start + offset) % len(keys)]
+    if len(value) > MAX_REDRAWN:
+        return None
+    values = {key: draw_like(item, rng, pool, depth=depth + 1) for key, item in value.items()}
+    if any(item is not None for item in values.values()):
+        return {key: value[key] if new is None else new for key, new in values.items()}
+    changed: dict[Any, Any] = {}
+    for key, item in value.items():
         new_key = draw_like(key, rng, depth=depth + 1) if type(key) in _SCALARS else None
-        if new_key is not None and new_key not in value:
-            changed = dict(value)
-            changed[new_key] = changed.pop(key)
-            return changed
-    return None
+        changed[key if new_key is None or new_key in value or new_key in changed else new_key] = (
+            item
+        )
+    return changed if changed.keys() != value.keys() else None
 
 
 def _set_like(value: set[Any] | frozenset[Any], rng: random.Random, depth: int) -> Any:
     kind = type(value)
     if not value:
         return kind({rng.randrange(1, 10)})
-    items = list(value)
-    start = rng.randrange(len(items))
-    for offset in range(min(len(items), 8)):
-        item = items[(start + offset) % len(items)]
+    if len(value) > MAX_REDRAWN:
+        return None
+    items: set[Any] = set()
+    for item in value:
         drawn = draw_like(item, rng, depth=depth + 1) if type(item) in _SCALARS else None
-        if drawn is not None and drawn not in value:
-            return kind((value - {item}) | {drawn})
-    return None
+        items.add(item if drawn is None or drawn in value else drawn)
+    return kind(items) if items != value and len(items) == len(value) else None
 
 
 # -- which values are the workspace's --------------------------------------------------

@@ -93,16 +93,25 @@ def test_a_text_look_alike_keeps_length_and_character_classes(value: str, seed: 
         assert all(a != b for a, b in zip(drawn, value, strict=True) if b.isalnum())
 
 
-def test_a_look_alike_of_a_container_changes_one_element() -> None:
+def test_a_look_alike_of_a_container_changes_every_element() -> None:
     rng = random.Random(3)
     for value in ([1, 2, 3], (1, "a"), {"k": 1, "j": 2}, {1, 2, 3}, frozenset({"x"}), [[1], [2]]):
         drawn = draw_like(value, rng)
         assert type(drawn) is type(value)
         assert drawn != value
         assert len(drawn) == len(value)
+        if isinstance(value, (list, tuple)):
+            assert all(new != old for new, old in zip(drawn, value, strict=True))
+        elif isinstance(value, dict):
+            assert drawn.keys() == value.keys()
+            assert all(drawn[key] != value[key] for key in value)
+        else:
+            assert not drawn & value
     assert draw_like(True, rng) is False
     assert draw_like([], rng) != []
-    for value in (None, float("nan"), object(), 1 + 2j):
+    assert draw_like({"k": None}, rng).keys().isdisjoint({"k"})  # no value to redraw: keys
+    assert draw_like(list(range(probes.MAX_REDRAWN + 1)), rng) is None
+    for value in (None, float("nan"), object(), 1 + 2j, [None]):
         assert draw_like(value, rng) is None
 
 
@@ -474,7 +483,25 @@ class Money:
     __hash__ = None  # type: ignore[assignment]
 
 
+class Release:
+    """A version: equal to its fields, whatever its build metadata says (as semver has it)."""
+
+    def __init__(self, major: int, minor: int, build: str) -> None:
+        self.major, self.minor, self.build = major, minor, build
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, dict):
+            return (self.major, self.minor) == (other.get("major"), other.get("minor"))
+        if isinstance(other, tuple):
+            return (self.major, self.minor) == other[:2]
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 HONEST = [
+    ("==", Release(1, 2, "b.11"), {"major": 1, "minor": 2, "build": "b.11"}),
+    ("==", Release(1, 2, "b.11"), (1, 2, "b.11")),
     ("==", Point(1, 2), Point(1, 2)),
     ("==", Color.RED, 1),
     ("==", Traced((1, 2, 3)), (1, 2, 3)),
@@ -498,6 +525,7 @@ def test_honest_values_with_an_equality_of_their_own_are_never_accused(
     op: str, left: object, right: object
 ) -> None:
     targets = (Point, Color, Traced, Multi, Everything, Expression, Money, collections.Counter)
+    targets += (Release,)
     for seed in range(10):
         comparisons, reported = _comparisons(targets, seed)
         assert comparisons.compare(op, left, right)
