@@ -11,6 +11,7 @@ Everything is laid out in a temporary folder the parent creates and deletes:
 from __future__ import annotations
 
 import ast
+import contextlib
 import os
 import random
 import re
@@ -236,6 +237,9 @@ def stage_hidden(
     twins: dict[str, str] = {}
     changes: dict[str, str] = {}
     lines: dict[str, tuple[int, int]] = {}
+    # Every name of the suite's Python files: a twin named like a test a class inherits
+    # from a mixin in another file would replace it.
+    suite_words = _suite_words(dst)
     for path in files:
         rel = path.relative_to(dst).as_posix()
         source = path.read_bytes()
@@ -252,7 +256,9 @@ def stage_hidden(
         source, fail_name, pass_name, parsed = _planted_canaries(source, tree, names, rng)
         must_fail.add(f"{rel}::{fail_name}")
         must_pass.add(f"{rel}::{pass_name}")
-        source, planted_twins = _with_twins(source, parsed, names, rng, workspace_modules)
+        source, planted_twins = _with_twins(
+            source, parsed, names, rng, workspace_modules, suite_words
+        )
         for twin in planted_twins:
             twin_id = f"{rel}::{twin.name}"
             twins[twin_id] = f"{rel}::{twin.of}"
@@ -285,12 +291,14 @@ def _with_twins(
     names: Sequence[str],
     rng: random.Random,
     workspace_modules: frozenset[str] | None,
+    taken: frozenset[str] = frozenset(),
 ) -> tuple[bytes, list[Twin]]:
     """The file with its twin canaries spliced in; its own text stays as it was.
 
-    ``tree`` is ``source`` parsed, where the caller has it already (None: parsed here).
+    ``tree`` is ``source`` parsed, where the caller has it already (None: parsed here);
+    no twin is named like any of ``taken`` (the names of the suite's other files).
     """
-    draw = _name_drawer(source, names, rng)
+    draw = _name_drawer(source, names, rng, taken)
     try:
         if tree is None:
             tree = ast.parse(source)
@@ -299,9 +307,22 @@ def _with_twins(
         return source, []
 
 
-def _name_drawer(source: bytes, tests: Sequence[str], rng: random.Random) -> Any:
+def _suite_words(root: Path) -> frozenset[str]:
+    """Every identifier-like word of the Python files under ``root``."""
+    words: set[bytes] = set()
+    for folder, _, names in os.walk(root):
+        for name in names:
+            if name.endswith(".py"):
+                with contextlib.suppress(OSError), open(os.path.join(folder, name), "rb") as f:
+                    words.update(_WORD.findall(f.read()))
+    return frozenset(word.decode("ascii") for word in words)
+
+
+def _name_drawer(
+    source: bytes, tests: Sequence[str], rng: random.Random, taken_elsewhere: frozenset[str]
+) -> Any:
     """Draws fresh test names from the words of the file's own test names."""
-    taken = {word.decode("ascii") for word in _WORD.findall(source)}
+    taken = {word.decode("ascii") for word in _WORD.findall(source)} | taken_elsewhere
     tokens = {
         part.lower()
         for name in tests
