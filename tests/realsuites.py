@@ -87,8 +87,12 @@ class RealSuite:
 
 
 SUITES = {
-    name: RealSuite(name) for name in ("iniconfig", "pluggy", "more_itertools", "boltons", "attrs")
-}
+    name: RealSuite(name)
+    for name in (
+        "iniconfig", "pluggy", "more_itertools", "boltons", "attrs",
+        "six", "cachetools", "exceptiongroup", "semver",
+    )
+}  # fmt: skip
 
 
 def stage_suite(suite: RealSuite, where: Path) -> tuple[Path, Path]:
