@@ -8,7 +8,8 @@ folding shows as a difference, not as agreement):
 
 - a failed setup is ``error``; a failed call, or any failed subtest, is ``failed``;
 - a failed teardown is ``error`` unless the test had failed already;
-- a skip (xfail included) is ``skipped``; everything else ``passed``.
+- a skip (xfail included) is ``skipped``, but a skipped subtest of a test that passed
+  leaves it ``passed`` (as pytest counts it); everything else ``passed``.
 
 Ids are relative to the hidden tests' folder, as in :class:`~pytest_ldd.sandbox.Verdict`.
 """
@@ -37,15 +38,17 @@ import json, os
 
 _OUT = {}
 
-def _fold(nodeid, when, outcome):
+def _fold(nodeid, when, outcome, subtest):
     before = _OUT.get(nodeid)
     if when == "setup":
         now = {"failed": "error", "skipped": "skipped"}.get(outcome, "passed")
     elif when == "call":
-        if before == "failed":
+        if before == "failed" or outcome == "failed":
             now = "failed"
+        elif subtest:
+            now = before or "passed"
         else:
-            now = {"failed": "failed", "skipped": "skipped"}.get(outcome, before or "passed")
+            now = "skipped" if outcome == "skipped" else "passed"
     elif outcome == "failed":
         now = "failed" if before == "failed" else "error"
     else:
@@ -53,7 +56,8 @@ def _fold(nodeid, when, outcome):
     _OUT[nodeid] = now
 
 def pytest_runtest_logreport(report):
-    _fold(report.nodeid, report.when, report.outcome)
+    subtest = type(report).__name__ == "SubtestReport"
+    _fold(report.nodeid, report.when, report.outcome, subtest)
 
 def pytest_collectreport(report):
     if report.failed:

@@ -86,7 +86,13 @@ def _phase_outcome(when: str, outcome: str, before: str | None) -> str:
     if when == "setup":
         return {"failed": "error", "skipped": "skipped"}.get(outcome, "passed")
     if when == "call":
-        return {"failed": "failed", "skipped": "skipped"}.get(outcome, "passed")
+        # A test's subtests report before it, in the call phase: a failed one fails the
+        # test, whatever the test's own report says after it (pytest 9 reports a
+        # unittest test whose ``subTest`` failed as passed); a skipped one does not
+        # make the test skipped.
+        if outcome == "failed" or before == "failed":
+            return "failed"
+        return "skipped" if outcome == "skipped" else "passed"
     # teardown: a failure there is an error, unless the test itself had failed already
     if outcome == "failed":
         return "failed" if before == "failed" else "error"

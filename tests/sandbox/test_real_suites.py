@@ -84,3 +84,49 @@ def test_a_real_suite_does_no_worse_than_plain_pytest_in_process_isolation(
         if RANK[outcome] > RANK[plain[test_id]]
     }
     assert worse == {}, detail
+
+
+SUBTESTS = '''import unittest
+
+from calc import double
+
+
+class DoubleTests(unittest.TestCase):
+    def test_failed_subtest(self):
+        for n in range(4):
+            with self.subTest(n=n):
+                self.assertEqual(double(n), 2 * n)
+
+    def test_skipped_subtest(self):
+        for n in range(3):
+            with self.subTest(n=n):
+                if n == 1:
+                    self.skipTest("one is not interesting")
+                self.assertEqual(double(n) % 2, 0)
+
+    def test_plain(self):
+        self.assertEqual(double(0), 0)
+'''
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_a_failed_subtest_fails_its_test_and_a_skipped_one_does_not_skip_it(
+    isolation: str, tmp_path: Path
+) -> None:
+    # pytest 9 reports a unittest test whose subTest failed as passed, after the
+    # subtest's own failed report: the verdict must not read that as a pass.
+    workspace = tmp_path / "workspace"
+    hidden = tmp_path / "hidden"
+    workspace.mkdir()
+    hidden.mkdir()
+    (workspace / "calc.py").write_text(
+        "def double(n):\n    return 2 * n if n != 3 else 7\n", encoding="utf-8"
+    )
+    (hidden / "test_double.py").write_text(SUBTESTS, encoding="utf-8")
+    plain = plain_outcomes(workspace, hidden)
+    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert plain["test_double.py::DoubleTests::test_failed_subtest"] == "failed"
+    assert dict(verdict.outcomes) == plain, detail
+    assert not verdict.passed
+    assert not verdict.tampered, detail
