@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pytest_ldd._sandbox.channel import ChannelLog
 from pytest_ldd._sandbox.process import ChildRun
@@ -108,6 +108,54 @@ def _signal_name(number: int) -> str:
         return f"signal {number}"
 
 
+def _with_copies(suite: HiddenSuite, log: ChannelLog) -> HiddenSuite:
+    """The suite with the canaries pytest collected under other ids as well.
+
+    A twin is planted in its original's class; a subclass of it (in the same file or
+    another) inherits the twin, and a file that imports the class or a module-level
+    canary (``from test_serializer import TestSerializer``) has pytest collect it
+    there too. Those copies are canaries, not hidden tests: a copy of a twin is a twin
+    of the original's copy beside it. Canary names are fresh words no file of the
+    suite holds, so a name is enough to know a copy.
+    """
+    by_name: dict[str, tuple[str, str]] = {}
+    for twin in suite.twins:
+        by_name[twin.rpartition("::")[2]] = ("twin", twin)
+    for kind, ids in (("fail", suite.must_fail), ("pass", suite.must_pass)):
+        for canary in ids:
+            by_name[canary.rpartition("::")[2]] = (kind, canary)
+    known = suite.must_fail | suite.must_pass | set(suite.twins)
+    twins = dict(suite.twins)
+    changes = dict(suite.twin_changes)
+    lines = dict(suite.twin_lines)
+    must_fail, must_pass = set(suite.must_fail), set(suite.must_pass)
+    for nodeid in {*log.collected, *log.tests}:
+        base = _base(nodeid)
+        prefix, _, name = base.rpartition("::")
+        if base in known or name not in by_name:
+            continue
+        kind, planted = by_name[name]
+        if kind == "fail":
+            must_fail.add(base)
+        elif kind == "pass":
+            must_pass.add(base)
+        else:
+            twins[base] = f"{prefix}::{suite.twins[planted].rpartition('::')[2]}"
+            changes[base] = suite.twin_changes.get(planted, "perturbed")
+            if _file(base) == _file(planted) and planted in suite.twin_lines:
+                lines[base] = suite.twin_lines[planted]
+    if len(twins) + len(must_fail) + len(must_pass) == len(known):
+        return suite
+    return replace(
+        suite,
+        must_fail=frozenset(must_fail),
+        must_pass=frozenset(must_pass),
+        twins=twins,
+        twin_changes=changes,
+        twin_lines=lines,
+    )
+
+
 def judge(
     *,
     suite: HiddenSuite,
@@ -126,6 +174,7 @@ def judge(
     grader's.
     """
     found = _Findings()
+    suite = _with_copies(suite, log)
     canaries = suite.must_fail | suite.must_pass | set(suite.twins)
     killed_by_us = run.timed_out or run.output_capped or run.channel_capped
     finished_normally = log.finish in (0, 1) and not killed_by_us

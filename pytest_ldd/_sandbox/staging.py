@@ -237,8 +237,9 @@ def stage_hidden(
     twins: dict[str, str] = {}
     changes: dict[str, str] = {}
     lines: dict[str, tuple[int, int]] = {}
-    # Every name of the suite's Python files: a twin named like a test a class inherits
-    # from a mixin in another file would replace it.
+    # Every name of the suite's Python files, and every canary's so far: a twin named
+    # like a test a class inherits from a mixin in another file would replace it, and
+    # the judge knows a canary pytest collected again elsewhere by its name alone.
     suite_words = _suite_words(dst)
     for path in files:
         rel = path.relative_to(dst).as_posix()
@@ -253,12 +254,17 @@ def stage_hidden(
         if _opts_out(tree.body):
             continue
         # The canaries first: the twins' lines are those of the file as written.
-        source, fail_name, pass_name, parsed = _planted_canaries(source, tree, names, rng)
+        source, fail_name, pass_name, parsed = _planted_canaries(
+            source, tree, names, rng, suite_words
+        )
         must_fail.add(f"{rel}::{fail_name}")
         must_pass.add(f"{rel}::{pass_name}")
+        suite_words |= {fail_name, pass_name}
         source, planted_twins = _with_twins(
             source, parsed, names, rng, workspace_modules, suite_words
         )
+        # Names are known by name alone in the judge: none may serve twice.
+        suite_words |= {twin.name.rpartition("::")[2] for twin in planted_twins}
         for twin in planted_twins:
             twin_id = f"{rel}::{twin.name}"
             twins[twin_id] = f"{rel}::{twin.of}"
@@ -467,9 +473,11 @@ def _canary_body(rng: random.Random, *, passes: bool) -> str:
     return f"assert len({items}) == {len(items) + shift}"
 
 
-def _canary_names(source: bytes, tests: Sequence[str], rng: random.Random) -> tuple[str, str]:
+def _canary_names(
+    source: bytes, tests: Sequence[str], rng: random.Random, taken_elsewhere: frozenset[str]
+) -> tuple[str, str]:
     """Two fresh names built from the words of the file's own test names."""
-    taken = {word.decode("ascii") for word in _WORD.findall(source)}
+    taken = {word.decode("ascii") for word in _WORD.findall(source)} | taken_elsewhere
     tokens = {
         part.lower()
         for name in tests
@@ -502,10 +510,17 @@ def plant_canaries(
 
 
 def _planted_canaries(
-    source: bytes, tree: ast.Module, tests: Sequence[str], rng: random.Random
+    source: bytes,
+    tree: ast.Module,
+    tests: Sequence[str],
+    rng: random.Random,
+    taken: frozenset[str] = frozenset(),
 ) -> tuple[bytes, str, str, ast.Module | None]:
-    """:func:`plant_canaries`, and the new source parsed where that was done (else None)."""
-    fail_name, pass_name = _canary_names(source, tests, rng)
+    """:func:`plant_canaries`, and the new source parsed where that was done (else None).
+
+    No canary is named like any of ``taken`` (the names of the suite's other files).
+    """
+    fail_name, pass_name = _canary_names(source, tests, rng, taken)
     blocks = {
         fail_name: f"def {fail_name}():\n    {_canary_body(rng, passes=False)}\n",
         pass_name: f"def {pass_name}():\n    {_canary_body(rng, passes=True)}\n",

@@ -86,7 +86,7 @@ def test_a_real_suite_does_no_worse_than_plain_pytest_in_process_isolation(
     assert worse == {}, detail
 
 
-SUBTESTS = '''import unittest
+SUBTESTS = """import unittest
 
 from calc import double
 
@@ -106,7 +106,7 @@ class DoubleTests(unittest.TestCase):
 
     def test_plain(self):
         self.assertEqual(double(0), 0)
-'''
+"""
 
 
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])
@@ -130,3 +130,72 @@ def test_a_failed_subtest_fails_its_test_and_a_skipped_one_does_not_skip_it(
     assert dict(verdict.outcomes) == plain, detail
     assert not verdict.passed
     assert not verdict.tampered, detail
+
+
+INHERITED = {
+    "test_base.py": """import pytest
+
+from calc import double
+
+
+class TestDouble:
+    @pytest.mark.parametrize("n", [1, 2, 3])
+    def test_value(self, n):
+        assert double(n) == 2 * n
+
+    def test_known(self):
+        assert double(21) == 42
+
+    def test_text(self):
+        assert double("ab") == "abab"
+
+
+def test_module_level():
+    assert double(5) == 10
+""",
+    # Imports the class (collected here too) and subclasses it: pytest runs the
+    # inherited tests, twins included, under this file's ids as well.
+    "test_more.py": """from test_base import *  # noqa: F403
+from test_base import TestDouble
+
+
+class TestDoubleAgain(TestDouble):
+    def test_zero(self):
+        assert double(0) == 0
+""",
+}
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_canaries_collected_again_elsewhere_are_canaries_there_too(
+    isolation: str, tmp_path: Path
+) -> None:
+    # itsdangerous' test_timed.py imports TestSerializer from test_serializer.py and
+    # subclasses it: the twins planted in TestSerializer ran under test_timed.py's ids,
+    # failed as twins do, and failed an honest workspace.
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    (workspace / "calc.py").write_text("def double(n):\n    return n * 2\n", encoding="utf-8")
+    hidden = tmp_path / "hidden"
+    hidden.mkdir()
+    for name, text in INHERITED.items():
+        (hidden / name).write_text(text, encoding="utf-8")
+    plain = plain_outcomes(workspace, hidden)
+    assert "test_more.py::TestDoubleAgain::test_known" in plain
+    assert "test_more.py::test_module_level" in plain
+    for _ in range(3):
+        verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+        detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+        assert not verdict.tampered, detail
+        assert not verdict.inconclusive, detail
+        assert dict(verdict.outcomes) == plain, detail
+        assert verdict.passed, detail
+    # A lie is still caught through the copies.
+    (workspace / "calc.py").write_text(
+        "class _Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = None\n\n\n"
+        "def double(n):\n    return _Any()\n",
+        encoding="utf-8",
+    )
+    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    assert verdict.tampered, verdict.reason
+    assert not verdict.passed
