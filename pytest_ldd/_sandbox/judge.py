@@ -234,7 +234,10 @@ def judge(
             f"{len(skipped_whole)} hidden tests were skipped with their file at collection:"
             f" {_names(files)}"
         )
-    if missing:
+    # A limit the run met outside any test (the hidden folder's ``conftest.py`` could
+    # not be loaded) explains the tests it never reached.
+    run_limited = any(not test_id for test_id, _ in log.inconclusive)
+    if missing and not run_limited:
         found.failures.append(
             f"{len(missing)} of {total} hidden tests not reported: {_names(missing)}"
         )

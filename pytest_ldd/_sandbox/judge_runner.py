@@ -170,6 +170,7 @@ def main() -> int:
     proxies.watch_subclassing()
     guard = proxies.isolation_guard(pytest, connection, channel)
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
+    guard.after_run()
     channel.send("finish", exit=code)
     connection.close()
     return code

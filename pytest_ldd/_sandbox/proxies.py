@@ -952,6 +952,7 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
         def __init__(self) -> None:
             self.seen = 0
             self.limits_seen = 0
+            self.limits_reported = 0
             self.failed = False
             self.limited_fixtures: list[tuple[Any, BaseException, str]] = []
 
@@ -1019,5 +1020,15 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
             if met and channel is not None:
                 detail = "; ".join(dict.fromkeys(met))[:2000]
                 channel.send("inconclusive", id=nodeid, detail=detail)
+            self.limits_reported = max(self.limits_reported, len(connection.limits))
+
+        def after_run(self) -> None:
+            """Report the limits no test or collector reported: the run's own.
+
+            A ``conftest.py`` pytest loads before it collects anything (the hidden
+            folder's own) that meets a limit ends pytest with a usage error before any
+            hook of this plugin ran: the run as a whole could not be judged.
+            """
+            self._report_limits("", self.limits_reported)
 
     return IsolationGuard()

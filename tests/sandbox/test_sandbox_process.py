@@ -436,6 +436,32 @@ def test_what_cannot_cross_makes_the_verdict_inconclusive_with_the_reason(
     assert "cannot subclass the workspace class Cart" in verdict.reason
 
 
+def test_a_limit_met_loading_the_hidden_conftest_makes_the_run_inconclusive(
+    task: SimpleNamespace,
+) -> None:
+    # semver's tests/conftest.py subclasses the workspace's Version: pytest stops with
+    # a usage error before it collects anything, and no test was the workspace's fault.
+    _write(task.ws, {"shop.py": SHOP})
+    _write(
+        task.hidden,
+        {
+            "conftest.py": "import shop\n\n\nclass MyCart(shop.Cart):\n    pass\n",
+            "test_shop.py": (
+                "import shop\n\n\ndef test_fine():\n    assert shop.Cart().total() == 0\n"
+            ),
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert verdict.inconclusive, verdict.reason
+    assert not verdict.passed
+    assert not verdict.tampered
+    assert "the run could not be judged" in verdict.reason
+    assert "cannot subclass the workspace class Cart" in verdict.reason
+    assert "not reported" not in verdict.reason
+    # In-process the same suite is graded as plain pytest grades it.
+    assert run_hidden_tests(task.ws, task.hidden).passed
+
+
 def test_a_failure_no_limit_explains_still_fails_the_verdict(task: SimpleNamespace) -> None:
     _write(task.ws, {"shop.py": SHOP.replace("return 0", "return 1")})
     _write(
