@@ -821,7 +821,7 @@ __unittest = True  # unittest leaves this module's frames out of its tracebacks
 
 
 def _probed(original: Callable[..., Any], op: str, comparisons: Comparisons) -> Callable[..., Any]:
-    def assertion(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def assertion(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         if comparisons.depth or len(args) < 2:
             return original(self, *args, **kwargs)

@@ -58,7 +58,7 @@ class TrackedRandom(random.Random):
         self.drew = True
         return super().getrandbits(k)
 
-    def seed(self, *args: Any, **kwargs: Any) -> None:
+    def seed(self, /, *args: Any, **kwargs: Any) -> None:
         super().seed(*args, **kwargs)
         if getattr(self, "on_seed", None) is not None:
             self.on_seed()  # type: ignore[misc]

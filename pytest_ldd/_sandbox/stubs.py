@@ -232,7 +232,7 @@ def _reflected(op: str) -> Any:
 _MUTABLE = (list, dict, set, bytearray)
 
 
-def _call(self: Any, *args: Any, **kwargs: Any) -> Any:
+def _call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
     """Call at the owner; lists, dicts and sets passed as arguments get the callee's changes.
 
     The containers cross as copies, so a function that sorts or fills its argument in
@@ -441,7 +441,7 @@ _NATIVE_METHODS = {"tzinfo": ("utcoffset", "dst", "tzname", "fromutc")}
 
 
 def _remote_method(name: str) -> Any:
-    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def method(self: Any, /, *args: Any, **kwargs: Any) -> Any:
         return _link(self).getattr(self, name)(*args, **kwargs)
 
     method.__name__ = name
@@ -571,7 +571,7 @@ class RemoteMeta(type):
         base = next((b for b in bases if isinstance(b, RemoteMeta)), None)
         raise subclass_refused(base, name)
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, /, *args: Any, **kwargs: Any) -> Any:
         return _call(cls, *args, **kwargs)
 
     def __getattribute__(cls, name: str) -> Any:

@@ -271,7 +271,7 @@ class CopiedNamespace(dict):  # type: ignore[type-arg]
         self._changed()
         super().__delitem__(key)
 
-    def update(self, *args: Any, **kwargs: Any) -> None:
+    def update(self, /, *args: Any, **kwargs: Any) -> None:
         self._changed()
         super().update(*args, **kwargs)
 

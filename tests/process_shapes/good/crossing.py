@@ -235,3 +235,15 @@ def annotating(name):
     except ValueError as exc:
         raise RuntimeError(f"{name} failed") from exc
     log.lines.append(f"exit {name}")
+
+
+def keyed(first, /, *args, **kwargs):
+    return first, args, sorted(kwargs.items())
+
+
+class Keywords:
+    def __init__(this, **kwargs):
+        this.given = sorted(kwargs)
+
+    def take(this, **kwargs):
+        return sorted(kwargs)

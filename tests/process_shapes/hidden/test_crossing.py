@@ -239,3 +239,13 @@ def test_a_generator_based_context_manager():
             raise ValueError("inner")
     assert isinstance(info.value.__cause__, ValueError)
     assert str(info.value) == "boom failed"
+
+
+# -- keyword arguments named like the receiver -------------------------------------------------
+
+
+def test_keyword_arguments_named_self_and_cls():
+    # cachetools' methodkey(self, /, *args, **kwargs) is called with self=1.
+    assert crossing.keyed("x", 1, self=2, cls=3) == ("x", (1,), [("cls", 3), ("self", 2)])
+    assert crossing.Keywords(self=1).given == ["self"]
+    assert crossing.Keywords().take(self=1, cls=2) == ["cls", "self"]

@@ -200,3 +200,15 @@ class annotating:  # noqa: N801 - the name the tests use
 
     def __exit__(self, *exc):
         return False
+
+
+def keyed(first, /, *args, **kwargs):
+    return first, args, sorted(kwargs)
+
+
+class Keywords:
+    def __init__(this, **kwargs):
+        this.given = []
+
+    def take(this, **kwargs):
+        return list(kwargs)[:1]
