@@ -49,8 +49,11 @@ def _graded(workspace: Path, hidden: Path, monkeypatch: pytest.MonkeyPatch) -> A
 # strings iterates in one order on both sides) and the identity of a str that makes a
 # round trip; attrs, most of whose tests decorate classes of the tests (a limit), the
 # special methods, annotations and __dict__ of a class read at its owner, unions and
-# compiled patterns by value, and workspace exceptions built at their owner.
-HOLDING = ("iniconfig", "pluggy", "more_itertools", "boltons", "attrs")
+# compiled patterns by value, and workspace exceptions built at their owner.  six
+# holds test by test; semver's conftest.py subclasses the workspace's Version, so its
+# run is inconclusive as a whole.  cachetools and exceptiongroup do not hold yet
+# (docs/security.md, "What process isolation closes").
+HOLDING = ("iniconfig", "pluggy", "more_itertools", "boltons", "attrs", "six", "semver")
 
 
 @pytest.mark.parametrize("name", HOLDING)
@@ -69,7 +72,14 @@ def test_a_real_suite_in_process_isolation_is_plain_pytests_or_inconclusive(
         for test_id in plain.keys() | verdict.outcomes.keys()
         if plain.get(test_id) != verdict.outcomes.get(test_id)
     }
-    unexplained = {i: d for i, d in sorted(differ.items()) if not _carried(i, limits)}
+    # A limit of the run itself (semver's conftest.py subclasses a workspace class, and
+    # pytest stops before it collects anything) explains every test it never reached.
+    run_limited = any(not test_id for test_id, _ in log.inconclusive)
+    unexplained = {
+        i: d
+        for i, d in sorted(differ.items())
+        if not _carried(i, limits) and not (run_limited and d[1] is None)
+    }
     assert not unexplained, f"{len(unexplained)} differ from plain pytest: {unexplained}\n{detail}"
     # The verdict follows: plain pytest's verdict where nothing was out of reach.
     plain_passed = set(plain.values()) == {"passed"}
