@@ -679,6 +679,8 @@ def test_the_rewrite_walk_gives_what_a_node_transformer_gives(path: Path) -> Non
         pool: dict[Any, list[Any]] = {}
         make(pool).visit(tree)
         trees.append((ast.dump(tree, include_attributes=True), repr(pool)))
-    compares = any(isinstance(node, ast.Compare) for node in ast.walk(ast.parse(source)))
-    assert ("@ldd_compare" in trees[0][0]) is compares
+    # The hidden file's own comparisons are probed (pytest's rewrite may add some of
+    # its own, which are probed too).
+    if any(isinstance(node, ast.Compare) for node in ast.walk(ast.parse(source))):
+        assert "@ldd_compare" in trees[0][0]
     assert trees[0] == trees[1]
