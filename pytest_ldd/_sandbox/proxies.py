@@ -41,6 +41,7 @@ import sys
 import threading
 import types
 import unittest
+import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -150,6 +151,11 @@ _READ_AHEAD = (
 # Bytes the subject may send during one test (or collection) before it counts as
 # flooding; a long suite of honest tests sends far more than this in all.
 BUDGET_BYTES = 512 * 1024 * 1024
+_LIFETIME = (
+    "the test watches an object it lent to workspace code through a weak reference:"
+    " the subject's stand-in keeps it alive until its release reaches the judge, later"
+    " than one process would free it"
+)
 _CONCURRENT = (
     "threads of the test used workspace objects at the same time: the judge talks to"
     " the subject one request at a time, so they ran one after another"
@@ -309,6 +315,11 @@ class JudgePolicy:
                 " use isolation='inprocess'"
             )
             raise IsolationError(msg)
+        if weakref.getweakrefcount(obj) and not callable(obj):
+            # more-itertools' lifecycle tests watch their elements die as the
+            # workspace's iterator moves on (functions and classes are left out: caches
+            # hold weak references to them, and nobody watches them die).
+            self._limit(_LIFETIME)
         return True
 
     def described_only(self, number: int) -> Any:

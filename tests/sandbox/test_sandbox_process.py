@@ -462,6 +462,30 @@ def test_a_limit_met_loading_the_hidden_conftest_makes_the_run_inconclusive(
     assert run_hidden_tests(task.ws, task.hidden).passed
 
 
+def test_watching_a_lent_object_die_makes_the_test_inconclusive(task: SimpleNamespace) -> None:
+    # more-itertools' lifecycle tests watch their elements die through weak references
+    # as the workspace's iterator moves on; the subject's stand-in keeps an element
+    # alive until its release reaches the judge.
+    _write(task.ws, {"shop.py": "def keep(thing):\n    return None\n"})
+    _write(
+        task.hidden,
+        {
+            "test_shop.py": (
+                "import weakref\n\nimport shop\n\n\nclass Thing:\n    pass\n\n\n"
+                "def test_dies():\n    thing = Thing()\n    ref = weakref.ref(thing)\n"
+                "    shop.keep(thing)\n    del thing\n    assert ref() is None\n\n\n"
+                "def test_fine():\n    assert shop.keep(1) is None\n"
+            )
+        },
+    )
+    assert run_hidden_tests(task.ws, task.hidden).passed
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert verdict.inconclusive, verdict.reason
+    assert not verdict.passed
+    assert verdict.reason.startswith("test_shop.py::test_dies could not be judged:")
+    assert "weak reference" in verdict.reason
+
+
 def test_a_failure_no_limit_explains_still_fails_the_verdict(task: SimpleNamespace) -> None:
     _write(task.ws, {"shop.py": SHOP.replace("return 0", "return 1")})
     _write(
