@@ -414,7 +414,10 @@ def run_confinement(quick: bool) -> dict[str, Any]:
 REAL_SUITE_TARGET_RATIO = 1.25
 REAL_SUITE_FLOOR_RATIO = 1.5
 _SUITES_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "suites"
-REAL_SUITES = ("iniconfig", "pluggy", "boltons", "attrs", "more_itertools")
+REAL_SUITES = (
+    "iniconfig", "pluggy", "boltons", "attrs", "more_itertools",
+    "six", "cachetools", "exceptiongroup", "semver",
+)  # fmt: skip
 # The suites process isolation grades as plain pytest does, or inconclusively
 # (tests/sandbox/test_real_suites_process.py): each gets a third arm, process / inprocess.
 PROCESS_SUITES = ("iniconfig", "pluggy")
