@@ -17,6 +17,9 @@ A value is one tag byte and its payload:
        generic alias such as ``list[int]``, a union such as ``Optional[int]`` or
        ``int | None``, a compiled regular expression) and the value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
+``R``  a module-level function of ``random`` (``random.choice``), by name: the two
+       sides keep their generators in step (``rng.py``), so each side's
+       ``random.choice`` stands for the other's, and ``f is random.choice`` holds
 ``H``  an object that lives in the subject; ``J`` one that lives in the judge:
        each followed by one data value the side's resolver interprets
 ``m``  the sender's own list, dict, set or bytearray number *n* (8 bytes), then
@@ -52,6 +55,7 @@ import functools
 import operator
 import os
 import pathlib
+import random
 import re
 import struct
 import threading
@@ -105,6 +109,26 @@ BUILTIN_TYPES = frozenset(
     for name, value in vars(builtins).items()
     if isinstance(value, type) and not name.startswith("_")
 )
+# The module-level functions of ``random`` (methods of its generator), which cross by
+# name: ``RRCache(choice=random.choice).choice is random.choice`` in cachetools' tests.
+RANDOM_FUNCTIONS = frozenset(
+    name
+    for name in dir(random.Random)
+    if not name.startswith("_") and callable(vars(random).get(name))
+)
+
+
+_METHOD_TYPES = (types.MethodType, types.BuiltinMethodType)
+
+
+def _random_name(value: Any) -> str | None:
+    """The name of ``random``'s module-level function that ``value`` is, or None."""
+    name = getattr(value, "__name__", None)
+    if name in RANDOM_FUNCTIONS and vars(random).get(name) is value:
+        return str(name)
+    return None
+
+
 # The builtin types whose instances hold an immutable value: a subclass instance keeps
 # that value (see base_value), whatever its own methods say.
 VALUE_BASES: tuple[type, ...] = (int, float, complex, str, bytes, tuple, frozenset)
@@ -236,6 +260,9 @@ class Encoder:
         elif issubclass(cls, type) and _builtin_name(value) is not None:
             name = value.__name__.encode("ascii")
             out += (b"B", _L.pack(len(name)), name)
+        elif cls in _METHOD_TYPES and _random_name(value) is not None:
+            name = value.__name__.encode("ascii")
+            out += (b"R", _L.pack(len(name)), name)
         else:
             tag, payload = self._other(value)
             out.append(tag)
@@ -478,6 +505,13 @@ class Decoder:
                 msg = f"{name!r} is not a builtin type"
                 raise WireError(msg)
             return getattr(builtins, name), pos
+        if tag == b"R":
+            raw, pos = _chunk(data, pos)
+            name = raw.decode("ascii", "replace")
+            if name not in RANDOM_FUNCTIONS:
+                msg = f"{name!r:.40} is not a function of the random module"
+                raise WireError(msg)
+            return getattr(random, name), pos
         if tag in self._refs:
             payload, pos = self._get(data, pos, depth + 1)
             return self._refs[tag](payload), pos

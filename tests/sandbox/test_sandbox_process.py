@@ -358,7 +358,7 @@ def test_a_correct_workspace_passes_every_shape_in_both_isolations(
     for mode in MODES:
         verdict = shape_verdicts["good", mode]
         assert verdict.passed, f"{mode}: {verdict.reason}\n{verdict.output_tail[-4000:]}"
-        assert len(verdict.outcomes) == 45
+        assert len(verdict.outcomes) == 46
 
 
 def test_a_wrong_workspace_fails_every_shape_in_both_isolations(

@@ -4,6 +4,7 @@ import collections
 import contextlib
 import dataclasses
 import datetime
+import random
 import decimal
 import enum
 import fractions
@@ -247,3 +248,7 @@ class Keywords:
 
     def take(this, **kwargs):
         return sorted(kwargs)
+
+
+def choice_of(choice=random.choice):
+    return choice

@@ -10,6 +10,7 @@ import functools
 import inspect
 import itertools
 import pathlib
+import random
 import re
 import uuid
 from unittest import mock
@@ -249,3 +250,9 @@ def test_keyword_arguments_named_self_and_cls():
     assert crossing.keyed("x", 1, self=2, cls=3) == ("x", (1,), [("cls", 3), ("self", 2)])
     assert crossing.Keywords(self=1).given == ["self"]
     assert crossing.Keywords().take(self=1, cls=2) == ["cls", "self"]
+
+
+def test_the_random_modules_functions_are_themselves():
+    # cachetools' RRCache(choice=random.choice).choice is random.choice
+    assert crossing.choice_of() is random.choice
+    assert crossing.choice_of(random.shuffle) is random.shuffle

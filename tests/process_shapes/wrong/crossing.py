@@ -3,6 +3,7 @@
 import collections
 import dataclasses
 import datetime
+import random
 import decimal
 import enum
 import fractions
@@ -212,3 +213,7 @@ class Keywords:
 
     def take(this, **kwargs):
         return list(kwargs)[:1]
+
+
+def choice_of(choice=random.choice):
+    return random.sample
