@@ -477,25 +477,8 @@ def _canary_names(
     source: bytes, tests: Sequence[str], rng: random.Random, taken_elsewhere: frozenset[str]
 ) -> tuple[str, str]:
     """Two fresh names built from the words of the file's own test names."""
-    taken = {word.decode("ascii") for word in _WORD.findall(source)} | taken_elsewhere
-    tokens = {
-        part.lower()
-        for name in tests
-        for part in name.split("::")[-1].split("_")
-        if part and part.lower() != "test" and not part.isdigit()
-    }
-    pool = sorted(tokens | set(_FALLBACK_WORDS))
-    chosen: list[str] = []
-    attempts = 0
-    while len(chosen) < 2:
-        attempts += 1
-        words = rng.sample(pool, rng.choice((1, 2)))
-        name = "test_" + "_".join(words)
-        if attempts > 50:
-            name = f"{name}_{rng.randrange(2, 999)}"
-        if name not in taken and name not in chosen:
-            chosen.append(name)
-    return chosen[0], chosen[1]
+    draw = _name_drawer(source, tests, rng, taken_elsewhere)
+    return draw(), draw()
 
 
 def plant_canaries(
