@@ -91,6 +91,7 @@ def warm_up(runner: ModuleType) -> None:
     for name in _JUDGE_MODULES:
         _WARM[f"_ldd_{name}"] = _load(f"_ldd_{name}", _HERE / f"{name}.py")
     _WARM["sources"] = _subject_sources(_WARM["_ldd_boot"])
+    _WARM["code"] = _WARM["_ldd_boot"].compiled(_WARM["sources"])
 
 
 def _subject_sources(boot: ModuleType) -> dict[str, bytes]:
@@ -136,6 +137,7 @@ def main() -> int:
             deadline=started + _conversation_s(float(subject["timeout"])),
             confine=subject["confine"],
             hash_seed=_HASH_SEED,
+            code=_WARM.get("code"),
         )
     except OSError as exc:
         channel.send("fatal", detail=f"the subject interpreter cannot start: {exc}")

@@ -518,6 +518,7 @@ class Connection:
         deadline: float,
         confine: Mapping[str, Any] | None = None,
         hash_seed: str | None = None,
+        code: dict[str, bytes] | None = None,
     ) -> Connection:
         """Start the subject and send it its code (it boots while the judge imports pytest).
 
@@ -525,7 +526,8 @@ class Connection:
         the subject applies ``confine`` (a :mod:`confinement` policy) before it runs
         anything else.  Never blocks: what the pipe does not take now, :meth:`hello`
         sends.  ``hash_seed`` is the judge's own PYTHONHASHSEED, which the subject
-        starts with.
+        starts with; ``code``, ``sources`` compiled (``boot.compiled``), spares the
+        subject compiling them.
         """
         settings = {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
         started = boot.Boot.start(
@@ -535,6 +537,7 @@ class Connection:
             settings=settings,
             deadline=deadline,
             hash_seed=hash_seed,
+            code=code,
         )
         return cls(started)
 

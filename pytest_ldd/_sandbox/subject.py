@@ -439,7 +439,9 @@ def main(settings: dict[str, Any]) -> None:
 
 # The confinement module runs first and confines this process; then each module
 # arrives as source and is registered as ``_ldd_<name>`` before the next one runs; the
-# last one (this file) serves.
+# last one (this file) serves.  Each source may be followed by its code compiled in
+# the judge (boot.compiled): loaded only when the judge's bytecode tag (boot.bytecode_tag)
+# is this interpreter's, else the source is compiled here.
 # Started without -I (so that the judge's PYTHONHASHSEED applies): the working folder
 # that ``-c`` put first on sys.path goes before anything is imported, and the seed
 # leaves the environment the workspace sees, as in one process.
@@ -447,16 +449,20 @@ BOOTSTRAP = (
     "import sys,os\n"
     "if sys.path[:1]==['']:del sys.path[0]\n"
     "os.environ.pop('PYTHONHASHSEED',None)\n"
-    "import json,types\n"
+    "import json,types,marshal\n"
     "f=sys.stdin.buffer\n"
     "s=json.loads(f.readline())\n"
+    "t=sys.implementation.cache_tag+':'+sys.modules['_frozen_importlib_external'].MAGIC_NUMBER.hex()\n"
+    "def g(n,k,b):\n"
+    " x=f.read(k);y=f.read(b)\n"
+    " return marshal.loads(y) if b and s['tag']==t else compile(x,'<ldd-'+n+'>','exec')\n"
     "c={'__name__':'_ldd_confinement'}\n"
-    "exec(compile(f.read(s['confinement']),'<ldd-confinement>','exec'),c)\n"
+    "exec(g('confinement',*s['confinement']),c)\n"
     "s['confined']=c['confine'](s['confine'])\n"
-    "for n,k in s['sources']:\n"
+    "for n,k,b in s['sources']:\n"
     " m=types.ModuleType('_ldd_'+n)\n"
     " sys.modules[m.__name__]=m\n"
-    " exec(compile(f.read(k),'<ldd-'+n+'>','exec'),m.__dict__)\n"
+    " exec(g(n,k,b),m.__dict__)\n"
     "m.main(s)\n"
     "os._exit(0)\n"
 )

@@ -849,6 +849,41 @@ def _serving(ws: Path, module: str) -> Any:
         connection.close()
 
 
+@pytest.mark.parametrize("same_interpreter", [True, False], ids=["same-tag", "other-tag"])
+def test_the_subject_runs_the_judges_compiled_code_only_under_its_own_bytecode_tag(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, same_interpreter: bool
+) -> None:
+    import time
+
+    here = Path(proxies.__file__).parent
+    sources = {
+        name: (here / f"{name}.py").read_bytes() for name in ("confinement", *boot.SUBJECT_MODULES)
+    }
+    code = boot.compiled(sources)
+    # A source that cannot load: a subject that compiles the sources never says hello.
+    sources["containers"] = b"raise SystemExit(7)\n"
+    if not same_interpreter:
+        monkeypatch.setattr(boot, "bytecode_tag", lambda: "cpython-00:00000000")
+    ws = _write(tmp_path / "ws", {"m.py": "X = 1\n"})
+    connection = proxies.Connection.start(
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        cwd=str(ws),
+        sources=sources,
+        code=code,
+        pythonpath=[str(ws)],
+        deadline=time.monotonic() + 60,
+    )
+    try:
+        problem = connection.hello()
+    finally:
+        connection.close()
+    if same_interpreter:
+        assert problem is None
+    else:
+        assert problem is not None
+        assert "did not start" in problem
+
+
 @pytest.fixture
 def connected(tmp_path: Path) -> Any:
     """A subject serving ``tmp_path/ws`` to this process, the judge's side installed."""
