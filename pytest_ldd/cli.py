@@ -445,7 +445,37 @@ def _cmd_demo(args: argparse.Namespace) -> int:
 
 
 class _Formatter(argparse.HelpFormatter):
-    """Wrap descriptions to the terminal, as argparse does by default."""
+    """Wrap descriptions to the terminal, as argparse does by default.
+
+    argparse measures the terminal with :mod:`shutil` (and its compression modules)
+    for every argument it adds; ``os`` measures it as well, so a command pays for
+    neither.
+    """
+
+    def __init__(
+        self,
+        prog: str,
+        indent_increment: int = 2,
+        max_help_position: int = 24,
+        width: int | None = None,
+    ) -> None:
+        if width is None:
+            width = _terminal_columns() - 2
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``: $COLUMNS, the terminal's, or 80."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+    return columns or 80
 
 
 def _common() -> argparse.ArgumentParser:

@@ -8,7 +8,6 @@ the normalized scale [0, 1] that calibration works on.
 from __future__ import annotations
 
 import functools
-import hashlib
 import math
 import re
 import sys
@@ -64,6 +63,8 @@ def accessor_fingerprint(accessor: Callable[..., Any]) -> str:
     in C, such as ``operator.itemgetter``) by its ``repr``, which names what it reads.
     Variable names do not count: renaming a local is not a semantic change.
     """
+    import hashlib  # here: the commands that never digest an accessor skip OpenSSL's load
+
     digest = hashlib.sha256()
     _digest_callable(accessor, digest, depth=0)
     return f"{FINGERPRINT_TAG}:{digest.hexdigest()[:16]}"

@@ -119,6 +119,8 @@ def test_version(tmp_path: Path) -> None:
 NOT_FOR_STATUS = (
     "importlib.metadata",  # only --version asks for the installed version
     "tempfile",  # writers replace files; status writes nothing
+    "hashlib",  # it loads OpenSSL; the log positions' digest is _blake2's
+    "shutil",  # argparse's way to the terminal's width, with its compression modules
     "pytest",
     "pytest_ldd.agents",
     "pytest_ldd.calibration.calibrator",
@@ -616,3 +618,16 @@ def test_a_closed_pipe_is_not_an_internal_error(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=60)
     assert b"internal error" not in err
     assert b"Traceback" not in err
+
+
+@pytest.mark.parametrize(("columns", "widest"), [("50", 48), ("120", 118), ("abc", 78)])
+def test_help_wraps_to_the_terminal_width_that_columns_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, columns: str, widest: int
+) -> None:
+    # Not a terminal here: $COLUMNS, else 80 (an invalid $COLUMNS counts as unset).
+    monkeypatch.setenv("COLUMNS", columns)
+    result = ldd("metric", "status", "--help", cwd=tmp_path)
+    assert result.returncode == 0
+    lines = result.stdout.splitlines()
+    assert max(map(len, lines)) <= widest
+    assert max(map(len, lines)) > widest - 12  # it filled the width, not a default

@@ -16,7 +16,6 @@ validator rejects) raises :class:`StoreCorruptError` naming the file and line.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -25,6 +24,11 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, final
+
+try:  # the builtin module: hashlib loads OpenSSL first, a few ms of every command
+    from _blake2 import blake2b
+except ImportError:  # pragma: no cover - a Python built without it
+    from hashlib import blake2b
 
 from pytest_ldd.errors import LddWarning, StoreCorruptError
 from pytest_ldd.model.records import check_pair_line, pair_error
@@ -279,7 +283,7 @@ def _fingerprint(handle: Any, offset: int, size: int) -> str | None:
     first = max(0, offset - _CHECK_BYTES)
     handle.seek(first)
     data = handle.read(offset - first)
-    return hashlib.blake2b(data, digest_size=8).hexdigest()
+    return blake2b(data, digest_size=8).hexdigest()
 
 
 def _check_cursor(handle: Any, cursor: LogCursor, size: int, path: Path) -> None:
