@@ -167,6 +167,7 @@ def main() -> int:
         lambda detail: channel.send("liar", id=reporter.current, detail=detail),
         workspace_like=proxies.is_stand_in,
         opaque=probes.opaque_probe(crossing=True),
+        identity=proxies.identity_watch(connection),
     )
     proxies.watch_identities(str(settings["suite"]), connection)
     proxies.watch_subclassing()

@@ -743,9 +743,11 @@ class _Rewriter:
     dispatching every node by name costs three times as much.
     """
 
-    def __init__(self, pool: dict[Any, list[Any]]) -> None:
+    def __init__(self, pool: dict[Any, list[Any]], *, identity: bool = False) -> None:
         self.pool = pool
         self.pooled = sum(map(len, pool.values()))
+        # ``a is b`` -> ``@ldd_compare.identical(a, b)`` too (process isolation's watch).
+        self.identity = identity
 
     def visit(self, node: ast.AST) -> ast.AST:
         """Rewrite below ``node``, children first; return what replaces ``node``."""
@@ -788,9 +790,17 @@ class _Rewriter:
                     self.pooled += 1
 
     def _compare(self, node: ast.Compare) -> ast.AST:
-        if len(node.ops) != 1 or type(node.ops[0]) not in _AST_COMPARE:
+        if len(node.ops) != 1:
             return node
         right = node.comparators[0]
+        if type(node.ops[0]) is ast.Is:
+            if not self.identity or any(type(s) is ast.Constant for s in (node.left, right)):
+                return node  # ``x is None`` and the like: singletons cross as themselves
+            name = ast.copy_location(ast.Name(_COMPARE_ALIAS, ast.Load()), node)
+            func = ast.copy_location(ast.Attribute(name, "identical", ast.Load()), node)
+            return ast.copy_location(ast.Call(func, [node.left, right], []), node)
+        if type(node.ops[0]) not in _AST_COMPARE:
+            return node
         if (  # pytest's own "name in @py_builtins.locals()" checks
             isinstance(node.left, ast.Constant)
             and isinstance(right, ast.Call)
@@ -848,11 +858,14 @@ def guard_comparisons(
     *,
     workspace_like: Callable[[Any], bool],
     opaque: Callable[[], Any],
+    identity: Callable[[Any, Any], None] | None = None,
 ) -> Comparisons:
     """Route the hidden test files' comparisons, and unittest's, through :class:`Comparisons`.
 
     The files are those under ``suite`` that pytest rewrites; the rewriting runs after
-    pytest's own, so its explanation of a failing assertion is unchanged.
+    pytest's own, so its explanation of a failing assertion is unchanged.  With
+    ``identity``, each ``a is b`` of those files (but against a literal) calls
+    ``identity(a, b)`` when it is false.
     """
     from _pytest.assertion import rewrite
 
@@ -860,6 +873,15 @@ def guard_comparisons(
     module = types.ModuleType(_COMPARE_MODULE)
     module.compare = comparisons.compare  # type: ignore[attr-defined]
     module.arith = comparisons.arith  # type: ignore[attr-defined]
+
+    def identical(left: Any, right: Any) -> bool:
+        if left is right:
+            return True
+        if identity is not None:
+            identity(left, right)
+        return False
+
+    module.identical = identical  # type: ignore[attr-defined]
     sys.modules[_COMPARE_MODULE] = module
     original = rewrite.rewrite_asserts
     prefix = os.path.join(os.path.realpath(suite), "")
@@ -879,7 +901,7 @@ def guard_comparisons(
                 break
         else:
             return  # nothing was rewritten (PYTEST_DONT_REWRITE): leave the module alone
-        _Rewriter(comparisons.pool).visit(mod)
+        _Rewriter(comparisons.pool, identity=identity is not None).visit(mod)
         line = getattr(mod.body[position - 1], "lineno", 1)
         at = {"lineno": line, "col_offset": 0, "end_lineno": line, "end_col_offset": 0}
         alias = ast.alias(_COMPARE_MODULE, _COMPARE_ALIAS, **at)

@@ -93,6 +93,27 @@ _IDENTITY = (
 )
 
 
+def identity_watch(connection: Connection) -> Callable[[Any, Any], None]:
+    """What a false ``a is b`` of a hidden test tells ``connection``.
+
+    An exception that crossed is a copy on the other side, and so are the exceptions
+    chained to it there (``__cause__``, ``__context__``, a group's members): a test
+    that asks whether one is the very object it raised, caught or was handed (as
+    exceptiongroup's own suite does) gets an answer that one process would not give.
+    """
+
+    def crossed(value: Any) -> bool:
+        return (
+            isinstance(value, BaseException) and connection.stand_ins.number_of(value) is not None
+        )
+
+    def watch(left: Any, right: Any) -> None:
+        if crossed(left) or crossed(right):
+            connection.limit(_EXCEPTION_IDENTITY)
+
+    return watch
+
+
 def watch_subclassing() -> None:
     """A class statement of the tests that names a workspace class as a base is a limit.
 
@@ -147,6 +168,11 @@ _MEMORY = (
 _READ_AHEAD = (
     "a workspace iterator was read in a batch ahead of a consumer that stopped early:"
     " its state may differ from what one process would show"
+)
+_EXCEPTION_IDENTITY = (
+    "the test asked whether an exception that crossed between the processes is the"
+    " very object it compares it with: a crossed exception, and what is chained to it,"
+    " is a copy on the other side"
 )
 # Bytes the subject may send during one test (or collection) before it counts as
 # flooding; a long suite of honest tests sends far more than this in all.

@@ -684,3 +684,27 @@ def test_the_rewrite_walk_gives_what_a_node_transformer_gives(path: Path) -> Non
     if any(isinstance(node, ast.Compare) for node in ast.walk(ast.parse(source))):
         assert "@ldd_compare" in trees[0][0]
     assert trees[0] == trees[1]
+
+
+@pytest.mark.parametrize("identity", [True, False], ids=["process", "inprocess"])
+def test_identity_checks_are_watched_only_when_asked_and_never_against_a_literal(
+    identity: bool,
+) -> None:
+    tree = ast.parse("same = a is a\nother = a is b\nnone = a is None\nnot_b = a is not b\n")
+    probes._Rewriter({}, identity=identity).visit(tree)
+    ast.fix_missing_locations(tree)
+    told: list[tuple[Any, Any]] = []
+
+    def identical(left: Any, right: Any) -> bool:
+        if left is right:
+            return True
+        told.append((left, right))
+        return False
+
+    a, b = object(), object()
+    scope: dict[str, Any] = {"a": a, "b": b}
+    scope["@ldd_compare"] = types.SimpleNamespace(identical=identical)
+    exec(compile(tree, "<test>", "exec"), scope)
+    got = (scope["same"], scope["other"], scope["none"], scope["not_b"])
+    assert got == (True, False, False, True)
+    assert told == ([(a, b)] if identity else [])

@@ -17,6 +17,7 @@ import math
 import os
 import pathlib
 import re
+import shutil
 import sys
 import time
 import typing
@@ -2063,3 +2064,26 @@ def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleName
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed, plain.output_tail[-3000:]
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+# -- identity across the processes ------------------------------------------------------
+
+EXCEPTIONGROUP = Path(__file__).parents[1] / "data" / "suites" / "exceptiongroup"
+
+
+def test_an_identity_check_on_a_crossed_exception_is_a_limit_never_a_failure(
+    task: SimpleNamespace,
+) -> None:
+    # exceptiongroup's own test: its catch() runs in the subject, the handler in the
+    # judge, and each exception crossing between them is a copy on the other side.
+    shutil.copytree(EXCEPTIONGROUP / "workspace", task.ws)
+    source = (EXCEPTIONGROUP / "hidden" / "tests" / "test_catch.py").read_text()
+    start = source.index("def test_handler_raises_subgroup_from_none(")
+    test = source[start : source.index("\ndef ", start)]
+    header = "import pytest\nfrom exceptiongroup import ExceptionGroup, catch\n\nPYPY = False\n\n"
+    _write(task.hidden, {"test_catch.py": header + test})
+    assert run_hidden_tests(task.ws, task.hidden, isolation="inprocess").passed
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
+    assert not verdict.tampered
+    assert verdict.inconclusive, verdict.reason
+    assert "crossed between the processes" in verdict.reason
