@@ -94,7 +94,7 @@ SUITES = {
     name: RealSuite(name)
     for name in (
         "iniconfig", "pluggy", "more_itertools", "boltons", "attrs",
-        "six", "cachetools", "exceptiongroup", "semver",
+        "six", "cachetools", "exceptiongroup", "semver", "packaging",
     )
 }  # fmt: skip
 

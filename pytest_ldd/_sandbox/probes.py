@@ -71,7 +71,8 @@ _OPERATORS: dict[str, Callable[[Any, Any], Any]] = {
     "not in": lambda a, b: a not in b,
 }
 # An ordering and its complement: an honest value never claims both against one value.
-_COMPLEMENT = {"<": ">=", "<=": ">", ">": "<=", ">=": "<"}
+# What an honest order never claims next to each relation, of the same two values.
+_EXCLUSIVE = {"<": (">=", ">"), "<=": (">",), ">": ("<=", "<"), ">=": ("<",)}
 _ARITHMETIC: dict[str, Callable[[Any, Any], Any]] = {"+": operator.add, "-": operator.sub}
 _AST_COMPARE = {
     ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
@@ -482,6 +483,20 @@ def _plain_number(value: Any) -> bool:
     return type(value) in (int, float) and math.isfinite(value)
 
 
+def _quantity(value: Any) -> bool:
+    """Whether ``value`` claims an order or equality with 0, or its ``abs()`` is a number."""
+    for compare in (operator.eq, operator.lt, operator.gt):
+        try:
+            if _claims(compare(value, 0)):
+                return True
+        except Exception:  # refusing to compare is honest
+            pass
+    try:
+        return type(abs(value)) in (int, float, complex)
+    except Exception:  # refusing is honest
+        return False
+
+
 class Comparisons:
     """``a op b`` for the hidden tests, probing every workspace value it involves.
 
@@ -616,6 +631,12 @@ class Comparisons:
         except Exception:  # refusing to compare is honest
             return False
 
+    def _exclusive(
+        self, relations: tuple[str, ...], side: int, target: Any, probe: Any
+    ) -> str | None:
+        """The first of ``relations`` that also holds between ``target`` and ``probe``."""
+        return next((op for op in relations if self._holds(op, side, target, probe)), None)
+
     def _lie(
         self, op: str, side: int, target: Any, other: Any, *, blind: bool, claimed: bool
     ) -> str | None:
@@ -644,21 +665,30 @@ class Comparisons:
             twin = draw_like(other, self._rng, self.pool)
             if twin is not None and self._holds("==", side, target, twin):
                 return f"{who} of type {name} claims == {_short(other)} and == {_short(twin)}"
-        complement = _COMPLEMENT.get(op)
-        if blind and complement is not None:
+        exclusive = _EXCLUSIVE.get(op)
+        if blind and exclusive is not None:
             if self._holds(op, side, target, opaque):
-                return (
-                    f"{who} of type {name} claims {op} a fresh object made for this run,"
-                    " which has no order"
-                )
+                # A universal bound (packaging's ``Infinity``) honestly orders after
+                # everything, a fresh object too: only a claim both ways is a lie, or
+                # one from a builtin's subclass, whose base value orders no stranger.
+                both = self._exclusive(exclusive, side, target, opaque)
+                if both is not None:
+                    return (
+                        f"{who} of type {name} claims {op} a fresh object made for this"
+                        f" run and {both} it too"
+                    )
+                base = _builtin_base(type(target))
+                if base is not None:
+                    return (
+                        f"{who} of type {name} (a {base.__name__} subclass) claims {op} a"
+                        " fresh object made for this run, which its base value cannot order"
+                    )
             twin = draw_like(other, self._rng, self.pool)
-            if (
-                twin is not None
-                and self._holds(op, side, target, twin)
-                and self._holds(complement, side, target, twin)
-            ):
-                shown = _short(twin)
-                return f"{who} of type {name} claims both {op} {shown} and {complement} {shown}"
+            if twin is not None and self._holds(op, side, target, twin):
+                both = self._exclusive(exclusive, side, target, twin)
+                if both is not None:
+                    shown = _short(twin)
+                    return f"{who} of type {name} claims both {op} {shown} and {both} {shown}"
         return None
 
     def _probe(
@@ -689,11 +719,19 @@ class Comparisons:
     def _arith_lie(self, op: str, side: int, target: Any, other: Any, result: Any) -> str | None:
         name = type_name(type(target))
         computed = self._computes(op, side, target, self._opaque())
+        shown = f"w {op} a fresh object" if side == 0 else f"a fresh object {op} w"
         if type(computed) in (int, float, complex):
-            shown = f"w {op} a fresh object" if side == 0 else f"a fresh object {op} w"
             return (
                 f"a result of type {name} computed {_short(computed)} as {shown} made for this"
                 " run, which no honest value can compute with"
+            )
+        if computed is not None and computed is not NotImplemented and _quantity(computed):
+            # An expression built from a stranger (a query builder's ``column - x``)
+            # is honest; one that then orders among numbers, or whose ``abs()`` is
+            # one, computed a quantity it cannot know.
+            return (
+                f"a result of type {name} computed {_short(computed)} as {shown} made for this"
+                " run, a value that orders among numbers"
             )
         if not _plain_number(other):
             return None

@@ -408,6 +408,129 @@ def test_subtraction_that_computes_with_anything_is_caught() -> None:
     assert comparisons.arith("+", "a", "b") == "ab"
 
 
+class Infinity:
+    """An honest universal upper bound, like packaging's ``_structures.Infinity``."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, self.__class__)
+
+    def __lt__(self, other: object) -> bool:
+        return False
+
+    def __le__(self, other: object) -> bool:
+        return False
+
+    def __gt__(self, other: object) -> bool:
+        return True
+
+    def __ge__(self, other: object) -> bool:
+        return True
+
+    def __neg__(self) -> NegativeInfinity:
+        return NegativeInfinity()
+
+    __hash__ = object.__hash__
+
+
+class NegativeInfinity:
+    """Its lower twin: before everything, and consistently so."""
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, self.__class__)
+
+    def __lt__(self, other: object) -> bool:
+        return True
+
+    def __le__(self, other: object) -> bool:
+        return True
+
+    def __gt__(self, other: object) -> bool:
+        return False
+
+    def __ge__(self, other: object) -> bool:
+        return False
+
+    __hash__ = object.__hash__
+
+
+class Bottomless:
+    """A lie by way of a consistent bound: ``w - c`` is below every tolerance."""
+
+    def __sub__(self, other: object) -> NegativeInfinity:
+        return NegativeInfinity()
+
+    __rsub__ = __sub__
+
+
+class Absent:
+    """Its ``abs()`` is 0, whatever it was computed from."""
+
+    def __abs__(self) -> int:
+        return 0
+
+
+class Vanishing:
+    """``abs(w - c) < eps`` by way of a difference whose ``abs()`` is always 0."""
+
+    def __sub__(self, other: object) -> Absent:
+        return Absent()
+
+
+class Query:
+    """An honest expression builder: ``column - x`` is an expression, whatever ``x`` is."""
+
+    def __init__(self, text: str = "col") -> None:
+        self.text = text
+
+    def __sub__(self, other: object) -> Query:
+        return Query(f"({self.text} - {other!r})")
+
+
+def test_an_honest_universal_bound_is_never_accused() -> None:
+    targets = (Infinity, NegativeInfinity, Query)
+    for seed in range(30):
+        comparisons, reported = _comparisons(targets, seed)
+        for other in (0, -3, 2.5, "1.0", (1, 2), Infinity(), NegativeInfinity(), None):
+            if other is None:
+                continue
+            for op in ("<", "<=", ">", ">="):
+                for left, right in ((Infinity(), other), (other, Infinity())):
+                    comparisons.compare(op, left, right)
+                for left, right in ((NegativeInfinity(), other), (other, NegativeInfinity())):
+                    comparisons.compare(op, left, right)
+            assert comparisons.compare("==", Infinity(), other) is isinstance(other, Infinity)
+        assert comparisons.compare(">", Infinity(), NegativeInfinity()) is True
+        assert isinstance(comparisons.arith("-", Query(), 3), Query)
+        assert reported == []
+
+
+def test_a_bound_from_a_builtin_subclass_or_both_ways_is_caught() -> None:
+    class Top(int):
+        def __gt__(self, other: object) -> bool:
+            return True
+
+        __hash__ = int.__hash__
+
+    comparisons, reported = _comparisons((Top, Ordered))
+    with pytest.raises(ProbeError, match=r"\(a int subclass\) claims > a fresh object"):
+        comparisons.compare(">", Top(1), 10)
+    with pytest.raises(ProbeError, match="claims <= a fresh object made for this run and > it"):
+        comparisons.compare("<=", Ordered(), 10)
+    assert len(reported) == 2
+
+
+@pytest.mark.parametrize(
+    ("liar", "fragment"),
+    [(Bottomless, "a value that orders among numbers"), (Vanishing, "orders among numbers")],
+)
+def test_a_difference_that_is_a_bound_is_caught(liar: type, fragment: str) -> None:
+    for seed in range(6):
+        comparisons, reported = _comparisons((liar,), seed)
+        with pytest.raises(ProbeError, match=fragment):
+            comparisons.arith("-", liar(), 3.25)
+        assert reported
+
+
 @dataclasses.dataclass
 class Point:
     x: int
