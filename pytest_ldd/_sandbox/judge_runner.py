@@ -17,7 +17,7 @@ and environment scrubbing, and reports through the same authenticated channel
    read its memory or open its descriptors through ``/proc``;
 3. starts the subject process (:mod:`subject`), in this process group, with the
    confinement policy it applies to itself before anything else, and puts
-   :class:`proxies.WorkspaceFinder` last on ``sys.meta_path``; the workspace is never
+   :class:`proxies.WorkspaceFinder` first on ``sys.meta_path``; the workspace is never
    on this process's ``sys.path``;
 4. forwards the subject's report of its confinement, probes every comparison of the
    hidden tests that involves a proxy (see :mod:`probes`), then runs ``pytest.main``
@@ -158,7 +158,15 @@ def main() -> int:
     channel.send("confinement", level=confined["level"], detail=confined["detail"])
     connection.random.install()
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
-    sys.meta_path.append(proxies.WorkspaceFinder(settings["pythonpath"], connection))
+    imported = {name.partition(".")[0] for name in list(sys.modules)}
+    stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
+    finder = proxies.WorkspaceFinder(
+        settings["pythonpath"],
+        connection,
+        protected=frozenset(stdlib | imported),
+        suite=str(settings["suite"]),
+    )
+    sys.meta_path.insert(0, finder)
     reporter = runner.Reporter(channel, [])
     # Comparisons with workspace objects run in the subject: every stand-in is probed.
     probes = runner.load_sibling("probes")
@@ -171,7 +179,7 @@ def main() -> int:
     )
     proxies.watch_identities(str(settings["suite"]), connection)
     proxies.watch_subclassing()
-    guard = proxies.isolation_guard(pytest, connection, channel)
+    guard = proxies.isolation_guard(pytest, connection, channel, suite=str(settings["suite"]))
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     guard.after_run()
     channel.send("finish", exit=code)

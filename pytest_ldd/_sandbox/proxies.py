@@ -43,7 +43,7 @@ import types
 import unittest
 import weakref
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -501,6 +501,9 @@ class Connection:
         self.failures: list[str] = []
         self.limits: list[str] = []
         self.lock = threading.RLock()
+        # The hidden tests' folder (``folder/``), when the paths into it are watched.
+        self.suite_root: str | None = None
+        self.suite_paths: list[str] = []
         self.started = False
         self.table = handles.HandleTable()
         self.stand_ins = JudgeStandIns(self, self.table, may_import=False)
@@ -625,6 +628,8 @@ class Connection:
         tracing = getattr(sys.modules.get("tracemalloc"), "is_tracing", None)
         if tracing is not None and tracing():
             self.limit(_MEMORY)
+        if self.suite_root is not None:
+            self._note_suite_paths(args)
         try:
             return self.calls.request(op, args)
         except wire.CannotCross as exc:
@@ -644,6 +649,22 @@ class Connection:
                 raise  # the workspace's own, raised in the subject: the test's to see
             reason = self._break("requests nested too deep between judge and subject")
             raise SubjectError(reason) from None
+
+    def _note_suite_paths(self, args: tuple[Any, ...]) -> None:
+        """Note a path into the hidden tests' folder handed to workspace code.
+
+        The subject may not read that folder (its data may be a test's expected
+        answers): a test that fails after handing one over met a limit.
+        """
+        root = self.suite_root
+        assert root is not None
+        for value in _shallow(args):
+            # The judge's own strings and paths only: a stand-in's __fspath__ would
+            # be one more request.
+            if type(value) is str or isinstance(value, PurePath):
+                text = str(value)
+                if text.startswith(root) and len(self.suite_paths) < _LIMITS_PER_TEST:
+                    self.suite_paths.append(text)
 
     def binary(self, op: str, left: Any, right: Any) -> Any:
         try:
@@ -938,11 +959,44 @@ class ProxyModule(types.ModuleType):
 
 
 class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Last on ``sys.meta_path``: workspace modules become proxies, nothing else is touched."""
+    """First on ``sys.meta_path``: workspace modules become proxies, nothing else is touched.
 
-    def __init__(self, roots: Sequence[str], connection: Connection) -> None:
+    The workspace's names are found where plain pytest finds them, with the workspace
+    on ``pythonpath``: after the hidden tests' own folders (pytest prepends those),
+    before the installed libraries (a workspace ``packaging`` is graded, not the copy
+    pytest depends on), and never for ``protected`` names -- the standard library's
+    and what the judge imported before the workspace came, as in the in-process
+    runner's import guard.
+    """
+
+    def __init__(
+        self,
+        roots: Sequence[str],
+        connection: Connection,
+        *,
+        protected: frozenset[str] = frozenset(),
+        suite: str | None = None,
+    ) -> None:
         self.roots = [Path(root) for root in roots]
         self.connection = connection
+        self.protected = protected
+        self.suite = os.path.join(os.path.realpath(suite), "") if suite else None
+
+    def _in_suite(self, name: str) -> bool:
+        """Whether a folder of the hidden tests on ``sys.path`` holds ``name``."""
+        if self.suite is None:
+            return False
+        entries: list[Any] = list(sys.path)  # a test may put anything there
+        for entry in entries:
+            if not isinstance(entry, str):
+                continue
+            real = os.path.join(os.path.realpath(entry or os.curdir), "")
+            if real.startswith(self.suite) and (
+                os.path.isdir(os.path.join(real, name))
+                or os.path.isfile(os.path.join(real, f"{name}.py"))
+            ):
+                return True
+        return False
 
     def _in_workspace(self, name: str) -> bool:
         for root in self.roots:
@@ -965,7 +1019,11 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if parent:
             if not isinstance(sys.modules.get(parent), ProxyModule):
                 return None
-        elif not self._in_workspace(fullname):
+        elif (
+            fullname in self.protected
+            or not self._in_workspace(fullname)
+            or self._in_suite(fullname)
+        ):
             return None
         return importlib.machinery.ModuleSpec(fullname, self, origin="ldd-subject")
 
@@ -980,13 +1038,132 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
 
-def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) -> Any:
+def _shallow(args: tuple[Any, ...]) -> Iterator[Any]:
+    """The arguments of a request, and the items of plain lists, tuples and dicts among them."""
+    for value in args:
+        yield value
+        if type(value) in (list, tuple):
+            yield from value[:_SHALLOW_ITEMS]
+        elif type(value) is dict:
+            yield from list(value.values())[:_SHALLOW_ITEMS]
+
+
+_SHALLOW_ITEMS = 64
+
+
+def _judge_side(obj: Any, suite: str) -> str | None:
+    """``module`` or ``module.Class`` when ``obj`` is one of the judge's own, else None.
+
+    A module or class the judge imported (``os``, ``sys``, ``platform``, an installed
+    library's) and not a file of the hidden tests: patching it changes the judge's
+    copy only, which workspace code in the subject never sees.
+    """
+    if isinstance(obj, ProxyModule) or is_stand_in(obj):
+        return None
+    if isinstance(obj, types.ModuleType):
+        module: Any = obj
+        name = module.__name__
+    elif isinstance(obj, type):
+        module = sys.modules.get(getattr(obj, "__module__", None) or "")
+        name = f"{obj.__module__}.{obj.__qualname__}"
+        if module is None:
+            return None
+    else:
+        return _held_by_stdlib(obj)
+    origin = getattr(module, "__file__", None)
+    if isinstance(origin, str) and os.path.realpath(origin).startswith(suite):
+        return None
+    return str(name)
+
+
+def _held_by_stdlib(obj: Any) -> str | None:
+    """``module.name`` when a loaded standard-library module holds ``obj``.
+
+    ``sys.implementation``: an object of the judge, though neither module nor class.
+    """
+    names: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
+    for module_name in sorted(names & sys.modules.keys()):
+        module = sys.modules.get(module_name)
+        if not isinstance(module, types.ModuleType):
+            continue
+        for attribute, value in list(vars(module).items()):
+            if value is obj:
+                return f"{module_name}.{attribute}"
+    return None
+
+
+def watch_patches(pytest: Any, suite: str) -> list[str]:
+    """Note each ``monkeypatch``/``mock.patch`` of a judge-side module or class.
+
+    Returns the list the notes go to (``module.name``), which the isolation guard
+    reads and clears per test: a test that failed after patching the judge's copy of
+    something (``monkeypatch.setattr(sys, "version_info", ...)``) met a limit of the
+    isolation, since the workspace's code reads the subject's own.
+    """
+    root = os.path.join(os.path.realpath(suite), "")
+    patched: list[str] = []
+
+    def note(obj: Any, attribute: Any) -> None:
+        where = _judge_side(obj, root)
+        if where is not None and len(patched) < _LIMITS_PER_TEST:
+            patched.append(f"{where}.{attribute}")
+
+    def watched(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            before = len(self._setattr)
+            result = method(self, *args, **kwargs)
+            for obj, attribute, _ in self._setattr[before:]:
+                note(obj, attribute)
+            return result
+
+        return call
+
+    def watched_item(method: Callable[..., Any]) -> Callable[..., Any]:
+        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            before = len(self._setitem)
+            result = method(self, *args, **kwargs)
+            for mapping, key, _ in self._setitem[before:]:
+                if mapping is sys.modules and len(patched) < _LIMITS_PER_TEST:
+                    patched.append(f"sys.modules[{key!r}]")
+            return result
+
+        return call
+
+    monkeypatch = pytest.MonkeyPatch
+    sample = monkeypatch()
+    if isinstance(getattr(sample, "_setattr", None), list):
+        monkeypatch.setattr = watched(monkeypatch.setattr)
+        monkeypatch.delattr = watched(monkeypatch.delattr)
+    if isinstance(getattr(sample, "_setitem", None), list):
+        monkeypatch.setitem = watched_item(monkeypatch.setitem)
+        monkeypatch.delitem = watched_item(monkeypatch.delitem)
+    import unittest.mock
+
+    enter = unittest.mock._patch.__enter__
+
+    def entered(self: Any) -> Any:
+        result = enter(self)
+        note(getattr(self, "target", None), getattr(self, "attribute", "?"))
+        return result
+
+    unittest.mock._patch.__enter__ = entered  # type: ignore[method-assign]
+    return patched
+
+
+def isolation_guard(
+    pytest: Any, connection: Connection, channel: Any = None, suite: str | None = None
+) -> Any:
     """The judge's pytest plugin: isolation failures fail the test, limits are reported.
 
     A test during which the subject failed never passes.  A test (or a collected
     module) during which something could not cross is reported to the parent as a
-    ``inconclusive`` record: the verdict cannot vouch for it.
+    ``inconclusive`` record: the verdict cannot vouch for it.  So is a test that
+    failed after patching a module or class of the judge (``suite``: the hidden
+    tests' folder, whose own modules are not the judge's).
     """
+    patched = watch_patches(pytest, suite) if suite is not None else []
+    if suite is not None:
+        connection.suite_root = os.path.join(os.path.realpath(suite), "")
 
     class IsolationGuard:
         def __init__(self) -> None:
@@ -1017,6 +1194,8 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
             self.seen = len(connection.failures)
             self.limits_seen = len(connection.limits)
             self.failed = False
+            patched.clear()
+            connection.suite_paths.clear()
 
         @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
         def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
@@ -1032,6 +1211,18 @@ def isolation_guard(pytest: Any, connection: Connection, channel: Any = None) ->
                 )
             if call.when == "setup" and call.excinfo is not None:
                 self._cached_limit(item, call.excinfo.value)
+            if report.outcome == "failed" and patched:
+                names = ", ".join(dict.fromkeys(patched))
+                connection.limit(
+                    f"the test failed after patching the judge's {names}: workspace code"
+                    " in the subject process reads its own, unpatched"
+                )
+            if report.outcome == "failed" and connection.suite_paths:
+                connection.limit(
+                    f"the test failed after handing workspace code the path"
+                    f" {connection.suite_paths[0]!r} in the hidden tests' folder, which"
+                    " the subject process may not read"
+                )
             if report.outcome == "failed" and connection.calls.tracebacks:
                 text = "\n".join(connection.calls.tracebacks[-3:])
                 report.sections.append(("traceback in the subject process", text))

@@ -36,7 +36,7 @@ IN_CI = (
 )  # fmt: skip
 # What process isolation carries today: boltons and more_itertools pass judge objects
 # (slices, builtin callables) that cannot cross and fail tests instead.
-PROCESS = ("iniconfig", "pluggy")
+PROCESS = ("iniconfig", "packaging", "pluggy")
 
 RANK = {"passed": 0, "skipped": 0, "failed": 1, "error": 1}
 

@@ -736,24 +736,37 @@ def test_modules_from_a_folder_the_workspace_can_write_are_never_imported(
 def test_the_judge_never_imports_the_workspace_even_when_a_test_puts_it_on_sys_path(
     tmp_path: Path,
 ) -> None:
-    workspace = write_tree(tmp_path / "ws", {"solution.py": "import os\nWHERE = os.getpid()\n"})
+    workspace = write_tree(
+        tmp_path / "ws",
+        {
+            "solution.py": "import os\nWHERE = os.getpid()\n",
+            "sub/inner.py": "import os\nWHERE = os.getpid()\n",
+        },
+    )
+    test = (
+        "import os\nimport sys\n\n\n"
+        "def test_direct():\n"
+        "    sys.path.insert(0, os.path.join(os.getcwd(), {folder!r}))\n"
+        "    try:\n"
+        "        import {module}\n"
+        "    finally:\n"
+        "        del sys.path[0]\n"
+        "    assert {module}.WHERE != os.getpid()\n"
+    )
     hidden = write_tree(
         tmp_path / "hidden",
         {
-            "test_direct.py": (
-                "import os\nimport sys\n\n\n"
-                "def test_direct():\n"
-                "    sys.path.insert(0, os.getcwd())\n"
-                "    try:\n"
-                "        import solution\n"
-                "    finally:\n"
-                "        sys.path.remove(os.getcwd())\n"
-                "    assert solution.WHERE != os.getpid()\n"
-            )
+            # A top-level name of the workspace: its stand-in, served by the subject.
+            "test_top.py": test.format(folder="", module="solution"),
+            # A module the judge would find only on the path the test added: refused.
+            "test_nested.py": test.format(folder="sub", module="inner"),
         },
     )
     verdict = run_hidden_tests(workspace, hidden, isolation="process")
-    assert verdict.outcomes == {"test_direct.py::test_direct": "failed"}
+    assert verdict.outcomes == {
+        "test_nested.py::test_direct": "failed",
+        "test_top.py::test_direct": "passed",
+    }, verdict.reason
     assert "the workspace's process can write there" in verdict.output_tail
     assert not verdict.tampered
 

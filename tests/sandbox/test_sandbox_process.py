@@ -2087,3 +2087,180 @@ def test_an_identity_check_on_a_crossed_exception_is_a_limit_never_a_failure(
     assert not verdict.tampered
     assert verdict.inconclusive, verdict.reason
     assert "crossed between the processes" in verdict.reason
+
+
+# -- which module a name of the workspace imports, in the judge ------------------------
+
+NAME_CLASHES = {
+    # pytest depends on packaging but has not imported it yet: the workspace's is graded.
+    "packaging/__init__.py": "WHO = 'workspace'\n",
+    "packaging/version.py": "def parse(text):\n    return ('parsed', text)\n",
+    # The hidden folder's own helper wins over the workspace's, as pytest prepends it.
+    "helpers.py": "WHO = 'workspace'\n",
+    "calc.py": "def double(x):\n    return 2 * x\n",
+}
+NAME_CLASH_TESTS = {
+    "helpers.py": "WHO = 'hidden'\n",
+    "test_names.py": """import helpers
+import packaging
+from packaging.version import parse
+
+from calc import double
+
+
+def test_the_workspaces_packaging():
+    assert packaging.WHO == "workspace"
+    assert parse("1.0") == ("parsed", "1.0")
+
+
+def test_the_hidden_folders_helper():
+    assert helpers.WHO == "hidden"
+
+
+def test_plain():
+    assert double(21) == 42
+""",
+}
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_a_name_resolves_as_under_plain_pytest(isolation: str, tmp_path: Path) -> None:
+    """An installed library the workspace also holds is the workspace's, in both modes."""
+    from realsuites import plain_outcomes
+
+    ws = _write(tmp_path / "ws", NAME_CLASHES)
+    hidden = _write(tmp_path / "hidden", NAME_CLASH_TESTS)
+    plain = plain_outcomes(ws, hidden)
+    assert set(plain.values()) == {"passed"}, plain
+    verdict = run_hidden_tests(ws, hidden, isolation=isolation, timeout=120)
+    assert verdict.passed, verdict.reason
+    assert dict(verdict.outcomes) == plain
+
+
+# -- what a test changes on the judge's side only ------------------------------------
+
+JUDGE_SIDE_WORKSPACE = {
+    "plat.py": """import os
+import sys
+
+
+def platform_name():
+    return sys.platform
+
+
+def implementation():
+    return sys.implementation.name
+
+
+def has_module(name):
+    return name in sys.modules and sys.modules[name] is not None
+
+
+def separator():
+    return os.sep
+
+
+def first_line(path):
+    with open(path, encoding="utf-8") as handle:
+        return handle.readline().strip()
+
+
+def double(x):
+    return 2 * x
+""",
+}
+_JUDGE_SIDE_HEADER = """import os
+import sys
+from pathlib import Path
+from unittest import mock
+
+import plat
+
+
+def test_patched_but_passing(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "plan9")
+    assert plat.double(2) == 4
+
+
+def test_plain():
+    assert plat.double(21) == 42
+"""
+# Each test alone with the two above, and what its limit must name.
+JUDGE_SIDE_CASES = {
+    "test_patched_platform": (
+        """def test_patched_platform(monkeypatch):
+    monkeypatch.setattr(sys, "platform", "plan9")
+    assert plat.platform_name() == "plan9"
+""",
+        "patching the judge's sys.platform",
+    ),
+    "test_patched_implementation": (
+        """def test_patched_implementation(monkeypatch):
+    monkeypatch.setattr(sys.implementation, "name", "ironpython")
+    assert plat.implementation() == "ironpython"
+""",
+        "the judge's sys.implementation.name",
+    ),
+    "test_patched_modules": (
+        """def test_patched_modules(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ctypes", None)
+    assert not plat.has_module("ctypes")
+""",
+        "the judge's sys.modules['ctypes']",
+    ),
+    "test_mock_patched_separator": (
+        """def test_mock_patched_separator():
+    with mock.patch.object(os, "sep", "|"):
+        assert plat.separator() == "|"
+""",
+        "the judge's os.sep",
+    ),
+    "test_a_data_file_of_the_suite": (
+        """def test_a_data_file_of_the_suite():
+    assert plat.first_line(Path(__file__).parent / "data" / "sample.txt") == "hello"
+""",
+        "in the hidden tests' folder, which the subject process may not read",
+    ),
+}
+
+
+def _judge_side_hidden(root: Path, case: str) -> Path:
+    source, _ = JUDGE_SIDE_CASES[case]
+    return _write(
+        root,
+        {"data/sample.txt": "hello\n", "test_judge_side.py": f"{_JUDGE_SIDE_HEADER}\n\n{source}"},
+    )
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+@pytest.mark.parametrize("case", sorted(JUDGE_SIDE_CASES))
+def test_a_test_that_changes_the_judges_side_only_is_inconclusive_never_failed(
+    case: str, isolation: str, tmp_path: Path
+) -> None:
+    """Patching the judge's modules, or handing over a path into the hidden folder."""
+    ws = _write(tmp_path / "ws", JUDGE_SIDE_WORKSPACE)
+    hidden = _judge_side_hidden(tmp_path / "hidden", case)
+    verdict = run_hidden_tests(ws, hidden, isolation=isolation, timeout=120)
+    assert not verdict.tampered, verdict.reason
+    if isolation == "inprocess":  # one process: as under plain pytest
+        assert verdict.passed, verdict.reason
+        return
+    assert verdict.inconclusive, verdict.reason
+    assert f"test_judge_side.py::{case} could not be judged: the test failed after" in (
+        verdict.reason
+    )
+    assert JUDGE_SIDE_CASES[case][1] in verdict.reason
+    assert "test_patched_but_passing could not be judged" not in verdict.reason
+    assert verdict.outcomes["test_judge_side.py::test_patched_but_passing"] == "passed"
+
+
+def test_a_wrong_workspace_still_fails_the_tests_that_patch_nothing(tmp_path: Path) -> None:
+    wrong = dict(JUDGE_SIDE_WORKSPACE)
+    wrong["plat.py"] = wrong["plat.py"].replace("return 2 * x", "return 2 * x + 1")
+    ws = _write(tmp_path / "ws", wrong)
+    hidden = _judge_side_hidden(tmp_path / "hidden", "test_patched_platform")
+    verdict = run_hidden_tests(ws, hidden, isolation="process", timeout=120)
+    assert not verdict.passed, verdict.reason
+    assert not verdict.inconclusive, verdict.reason
+    assert verdict.outcomes["test_judge_side.py::test_plain"] == "failed"
+    assert verdict.outcomes["test_judge_side.py::test_patched_but_passing"] == "failed"
