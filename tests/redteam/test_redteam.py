@@ -108,6 +108,9 @@ REQUIRED = {
     "neutered_then_restored",
     "helper_swapped_then_restored",
     "original_hidden_reader",
+    # universal bounds: honest in sorting code, a lie at a subtraction
+    "honest_universal_bound",
+    "sub_returns_bound",
 }
 
 
