@@ -491,19 +491,43 @@ def _widen(slot: _Slot, tolerance: tuple[float, float]) -> None:
         slot.min_distance = max(slot.min_distance, 4 * (rel * abs(value) + absolute))
 
 
-def _redraw(slot: _Slot, rng: random.Random, pool: Mapping[Any, Sequence[Any]]) -> str | None:
+def _slot_value(slot: _Slot) -> Any:
     old = slot.get()
-    value = (
-        old.value
-        if isinstance(old, ast.Constant) and type(old.value) is bool
-        else _literal_value(old)
-    )
-    drawn = draw_like(value, rng, pool, min_distance=slot.min_distance)
-    if drawn is None:
+    if isinstance(old, ast.Constant) and type(old.value) is bool:
+        return old.value
+    return _literal_value(old)
+
+
+def _redraw(
+    slot: _Slot,
+    rng: random.Random,
+    pool: Mapping[Any, Sequence[Any]],
+    avoid: Sequence[Any] = (),
+) -> str | None:
+    """Redraw one literal; never to a value of ``avoid`` (the display's other literals)."""
+    old = slot.get()
+    value = _slot_value(slot)
+    for _ in range(_REDRAWS):
+        drawn = draw_like(value, rng, pool, min_distance=slot.min_distance)
+        if drawn is None:
+            return None
+        if not any(_same(drawn, other) for other in avoid):
+            break
+    else:
         return None
     new = _literal(drawn)
     slot.set(new)
     return f"{_short(old)} -> {_short(new)}"
+
+
+_REDRAWS = 8
+
+
+def _same(one: Any, other: Any) -> bool:
+    try:
+        return bool(one == other)
+    except Exception:  # a literal's value: numbers, strings, bytes; never raises
+        return False
 
 
 class _Perturber:
@@ -566,7 +590,12 @@ class _Perturber:
         display redrawn, honest code could still be equal to it.  With every literal
         redrawn, it would have to ignore them all.
         """
-        changes = [change for slot in slots if (change := _redraw(slot, rng, self.pool))]
+        # No literal becomes another's value: ``{2, 3}`` redrawn as ``{3, 2}`` is the
+        # same set, and an ``assertCountEqual`` of a permutation still holds.
+        originals = [_slot_value(slot) for slot in slots]
+        changes = [
+            change for slot in slots if (change := _redraw(slot, rng, self.pool, originals))
+        ]
         if not changes:
             return None
         return changes[0] if len(changes) == 1 else f"{len(changes)} literals: {changes[0]}, ..."

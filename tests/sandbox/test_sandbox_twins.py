@@ -437,6 +437,42 @@ def test_an_equality_that_ignores_a_part_never_passes_an_honest_twin(tmp_path: P
         assert (len(report.at_check), report.passed, report.elsewhere) == (1, [], [])
 
 
+PERMUTABLE = {
+    "assert pairs() == {2, 3}": "a set display",
+    "assert set(pairs()) == {2, 3, 4}": "a set display of three",
+    "assert {3, 2} == pairs()": "a set display on the left",
+    "unittest.TestCase().assertCountEqual([2, 3], list(pairs()))": "assertCountEqual",
+}
+
+
+@pytest.mark.parametrize("check", sorted(PERMUTABLE), ids=list(PERMUTABLE.values()))
+def test_a_redrawn_display_is_never_a_permutation_of_itself(check: str, tmp_path: Path) -> None:
+    """Every literal redrawn, none to another's value: ``{2, 3}`` never becomes ``{3, 2}``."""
+    values = "{2, 3, 4}" if "3, 4}" in check else "{2, 3}"
+    workspace = write_tree(tmp_path / "pairs", {"calc.py": f"def pairs():\n    return {values}\n"})
+    source = f"import unittest\n\nfrom calc import pairs\n\n\ndef test_pairs():\n    {check}\n"
+    originals = {
+        node.value
+        for node in ast.walk(ast.parse(check))
+        if isinstance(node, ast.Constant) and type(node.value) is int
+    }
+    for seed in range(40):
+        suite = _stage(tmp_path, source, seed)
+        twin, change = _twin_of(suite, "test_pairs")
+        numbers = {
+            node.value
+            for node in ast.walk(_functions(suite)[twin.rpartition("::")[2]])
+            if isinstance(node, ast.Constant) and type(node.value) is int
+        }
+        changed = int(change.partition(" literals")[0]) if " literals" in change else 1
+        # Only the literals left as they were keep an original value.
+        assert len(numbers & originals) <= len(originals) - changed, (seed, change, numbers)
+        assert numbers != originals, (seed, change)
+        if seed < 3:  # and it fails for the honest code, at its check
+            report = twin_report(suite, run_staged(suite.root, workspace))
+            assert (len(report.at_check), report.passed) == (1, []), (seed, change)
+
+
 def test_a_twin_never_takes_the_name_of_a_test_a_class_inherits(
     tmp_path: Path, good: Path
 ) -> None:
