@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from backends import BACKEND_NAMES, Backend, make_backend
-from private_postgres import PrivateServer
+from private_postgres import PrivateServer, require_psycopg
 
 pytest_plugins = ["pytester"]
 
@@ -33,6 +33,7 @@ def private_postgres() -> Iterator[PrivateServer]:
 
     Never the shared server of ``LDD_TEST_POSTGRES_DSN``: other runs use that one.
     """
+    require_psycopg()
     server = PrivateServer()
     try:
         server.start()

@@ -13,6 +13,7 @@ them; under ``CI=true`` they fail instead (CI installs them: ``.ci/postgres``).
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -23,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-__all__ = ["PrivateServer", "postgres_bindir"]
+__all__ = ["PrivateServer", "postgres_bindir", "require_psycopg"]
 
 HOW_TO_INSTALL = (
     "PostgreSQL's programs (initdb, pg_ctl) are not installed: apt-get install "
@@ -46,6 +47,16 @@ def postgres_bindir() -> Path:
     if _in_ci():
         pytest.fail(f"CI=true but {HOW_TO_INSTALL}", pytrace=False)
     pytest.skip(HOW_TO_INSTALL)
+
+
+def require_psycopg() -> None:
+    """Skip without psycopg 3, the database store's driver (fail under ``CI=true``)."""
+    if importlib.util.find_spec("psycopg") is not None:
+        return
+    reason = 'psycopg is not installed: pip install -e ".[postgres]"'
+    if _in_ci():
+        pytest.fail(f"CI=true but {reason}", pytrace=False)
+    pytest.skip(reason)
 
 
 def _version(path: Path) -> tuple[int, ...]:

@@ -4,6 +4,7 @@ a project key is printable."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import subprocess
 import sys
@@ -189,7 +190,9 @@ def test_the_cli_masks_a_password_variable_in_every_line(tmp_path: Path) -> None
          "--store", url + "&application_name=hunter2-long"],
         capture_output=True, text=True, timeout=60, check=False, env=env,
     )  # fmt: skip
-    assert out.returncode == 1, out.stderr
+    # 1: the server is unreachable; 2: no psycopg to reach it with. Masked either way.
+    driver = importlib.util.find_spec("psycopg") is not None
+    assert out.returncode == (1 if driver else 2), out.stderr
     assert "hunter2-long" not in out.stdout + out.stderr
 
 
