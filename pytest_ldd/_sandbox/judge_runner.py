@@ -158,12 +158,10 @@ def main() -> int:
     channel.send("confinement", level=confined["level"], detail=confined["detail"])
     connection.random.install()
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
-    imported = {name.partition(".")[0] for name in list(sys.modules)}
-    stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
     finder = proxies.WorkspaceFinder(
         settings["pythonpath"],
         connection,
-        protected=frozenset(stdlib | imported),
+        protected=runner.protected_names(),
         suite=str(settings["suite"]),
     )
     sys.meta_path.insert(0, finder)

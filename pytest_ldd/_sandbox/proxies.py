@@ -1092,15 +1092,15 @@ def _held_by_stdlib(obj: Any) -> str | None:
     return None
 
 
-def watch_patches(pytest: Any, suite: str) -> list[str]:
+def watch_patches(pytest: Any, root: str) -> list[str]:
     """Note each ``monkeypatch``/``mock.patch`` of a judge-side module or class.
 
-    Returns the list the notes go to (``module.name``), which the isolation guard
-    reads and clears per test: a test that failed after patching the judge's copy of
-    something (``monkeypatch.setattr(sys, "version_info", ...)``) met a limit of the
+    ``root``: the hidden tests' folder, ending in a separator.  Returns the list the
+    notes go to (``module.name``), which the isolation guard reads and clears per
+    test: a test that failed after patching the judge's copy of something
+    (``monkeypatch.setattr(sys, "version_info", ...)``) met a limit of the
     isolation, since the workspace's code reads the subject's own.
     """
-    root = os.path.join(os.path.realpath(suite), "")
     patched: list[str] = []
 
     def note(obj: Any, attribute: Any) -> None:
@@ -1108,35 +1108,31 @@ def watch_patches(pytest: Any, suite: str) -> list[str]:
         if where is not None and len(patched) < _LIMITS_PER_TEST:
             patched.append(f"{where}.{attribute}")
 
-    def watched(method: Callable[..., Any]) -> Callable[..., Any]:
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            before = len(self._setattr)
-            result = method(self, *args, **kwargs)
-            for obj, attribute, _ in self._setattr[before:]:
-                note(obj, attribute)
-            return result
+    def note_item(mapping: Any, key: Any) -> None:
+        if mapping is sys.modules and len(patched) < _LIMITS_PER_TEST:
+            patched.append(f"sys.modules[{key!r}]")
 
-        return call
+    def watched(method: Callable[..., Any], log: str, noted: Callable[[Any, Any], None]) -> Any:
+        """``method``, noting what it adds to the MonkeyPatch's undo list ``log``."""
 
-    def watched_item(method: Callable[..., Any]) -> Callable[..., Any]:
         def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            before = len(self._setitem)
+            before = len(getattr(self, log))
             result = method(self, *args, **kwargs)
-            for mapping, key, _ in self._setitem[before:]:
-                if mapping is sys.modules and len(patched) < _LIMITS_PER_TEST:
-                    patched.append(f"sys.modules[{key!r}]")
+            for target, name, _ in getattr(self, log)[before:]:
+                noted(target, name)
             return result
 
         return call
 
     monkeypatch = pytest.MonkeyPatch
     sample = monkeypatch()
-    if isinstance(getattr(sample, "_setattr", None), list):
-        monkeypatch.setattr = watched(monkeypatch.setattr)
-        monkeypatch.delattr = watched(monkeypatch.delattr)
-    if isinstance(getattr(sample, "_setitem", None), list):
-        monkeypatch.setitem = watched_item(monkeypatch.setitem)
-        monkeypatch.delitem = watched_item(monkeypatch.delitem)
+    for log, methods, noted in (
+        ("_setattr", ("setattr", "delattr"), note),
+        ("_setitem", ("setitem", "delitem"), note_item),
+    ):
+        if isinstance(getattr(sample, log, None), list):
+            for name in methods:
+                setattr(monkeypatch, name, watched(getattr(monkeypatch, name), log, noted))
     import unittest.mock
 
     enter = unittest.mock._patch.__enter__
@@ -1161,9 +1157,10 @@ def isolation_guard(
     failed after patching a module or class of the judge (``suite``: the hidden
     tests' folder, whose own modules are not the judge's).
     """
-    patched = watch_patches(pytest, suite) if suite is not None else []
+    patched: list[str] = []
     if suite is not None:
         connection.suite_root = os.path.join(os.path.realpath(suite), "")
+        patched = watch_patches(pytest, connection.suite_root)
 
     class IsolationGuard:
         def __init__(self) -> None:

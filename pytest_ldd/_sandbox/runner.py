@@ -125,12 +125,17 @@ class ImportGuard:
         return spec
 
 
-def install_import_guard() -> None:
-    """Put the guard first on ``sys.meta_path``, protecting what is importable now."""
+def protected_names() -> frozenset[str]:
+    """The top-level names the workspace may not provide: the standard library's, and
+    every module imported now."""
     imported = {name.partition(".")[0] for name in list(sys.modules)}
     stdlib: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
-    protected = frozenset(stdlib | imported) - {"__main__", "__mp_main__"}
-    sys.meta_path.insert(0, ImportGuard(protected, [p for p in sys.path if p]))
+    return frozenset(stdlib | imported) - {"__main__", "__mp_main__"}
+
+
+def install_import_guard() -> None:
+    """Put the guard first on ``sys.meta_path``, protecting what is importable now."""
+    sys.meta_path.insert(0, ImportGuard(protected_names(), [p for p in sys.path if p]))
 
 
 def _failure_line(tb: Any, path: str, real: Callable[[str], str]) -> int | None:

@@ -511,7 +511,7 @@ def _redraw(
         drawn = draw_like(value, rng, pool, min_distance=slot.min_distance)
         if drawn is None:
             return None
-        if not any(_same(drawn, other) for other in avoid):
+        if drawn not in avoid:  # literal values: numbers, strings, bytes
             break
     else:
         return None
@@ -521,13 +521,6 @@ def _redraw(
 
 
 _REDRAWS = 8
-
-
-def _same(one: Any, other: Any) -> bool:
-    try:
-        return bool(one == other)
-    except Exception:  # a literal's value: numbers, strings, bytes; never raises
-        return False
 
 
 class _Perturber:
