@@ -218,7 +218,7 @@ def class_record(klass: type) -> tuple[Any, ...]:
         special,
         builtin,
         flags,
-        base.__name__ if base is not None and builtin is None else None,
+        wire.value_base_name(base) if base is not None and builtin is None else None,
         _text(doc, _DOC_CHARS),
         _namedtuple_fields(klass),
         _abcs(klass),
@@ -294,7 +294,7 @@ class ClassRecord:
         if type(flags) is not int or flags & ~_FLAGS:
             msg = "a class record with unknown flags"
             raise wire.WireError(msg)
-        if value is not None and value not in {b.__name__ for b in wire.VALUE_BASES}:
+        if value is not None and value not in wire.VALUE_BASE_NAMES:
             msg = f"a class record with an unknown value base {value!r:.40}"
             raise wire.WireError(msg)
         if fields is not None and (
@@ -311,7 +311,7 @@ class ClassRecord:
         self.special = frozenset(special)
         self.builtin = builtin if type(builtin) is str and builtin in wire.BUILTIN_TYPES else None
         self.flags = flags
-        self.value: type | None = getattr(builtins, value) if value is not None else None
+        self.value: type | None = wire.VALUE_BASE_NAMES[value] if value is not None else None
         self.doc = doc[:_DOC_CHARS] if type(doc) is str else None
         self.fields: tuple[str, ...] | None = fields
         mro = {number}

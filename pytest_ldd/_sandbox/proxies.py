@@ -940,6 +940,7 @@ class ProxyModule(types.ModuleType):
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LOCAL:
             object.__setattr__(self, name, value)
+            _note_local(self, name)
         else:
             self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
             self._ldd_link.request("setattr", self, name, value)
@@ -947,6 +948,7 @@ class ProxyModule(types.ModuleType):
     def __delattr__(self, name: str) -> None:
         if name in _LOCAL:
             object.__delattr__(self, name)
+            _note_local(self, name)
         else:
             self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
             self._ldd_link.request("delattr", self, name)
@@ -1035,7 +1037,8 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
-        return None
+        # Imported: from now on its import attributes are the judge's copies only.
+        object.__setattr__(module, "_ldd_imported", True)
 
 
 def _shallow(args: tuple[Any, ...]) -> Iterator[Any]:
@@ -1143,7 +1146,127 @@ def watch_patches(pytest: Any, root: str) -> list[str]:
         return result
 
     unittest.mock._patch.__enter__ = entered  # type: ignore[method-assign]
+    patch_dict = unittest.mock._patch_dict._patch_dict
+
+    def patched_dict(self: Any) -> None:
+        patch_dict(self)
+        if self.in_dict is sys.modules and len(patched) < _LIMITS_PER_TEST:
+            patched.append("sys.modules (mock.patch.dict)")
+
+    unittest.mock._patch_dict._patch_dict = patched_dict  # type: ignore[method-assign]
+    _watch_module_assignments(patched)
     return patched
+
+
+class _WatchedModule(types.ModuleType):
+    """A standard-library module of the judge whose attribute assignments are noted.
+
+    ``time.time = fake`` (freezegun, pyfakefs, a test's own ``try``/``finally``) changes
+    the judge's module only.  Assignments made by pytest, pluggy, the standard library
+    itself (``warnings.catch_warnings``) and this sandbox are the judge's own business.
+    """
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        _note_assignment(self, name)
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        _note_assignment(self, name)
+        super().__delattr__(name)
+
+
+# Named as the type it stands for wherever a test or a message shows it.
+_WatchedModule.__name__ = _WatchedModule.__qualname__ = "module"
+_WatchedModule.__module__ = "builtins"
+
+
+# Where _WatchedModule's notes go (the isolation guard's list), and, per code file,
+# whether its assignments are the judge's own business (see _judges_own).
+_ASSIGNMENTS: list[list[str]] = []
+_JUDGES_OWN: dict[str, bool] = {}
+_JUDGE_FOLDERS: list[tuple[str, ...]] = []
+_WATCHED: set[int] = set()
+
+
+def _note_assignment(module: types.ModuleType, name: str) -> None:
+    if not _ASSIGNMENTS or len(_ASSIGNMENTS[0]) >= _LIMITS_PER_TEST:
+        return
+    if id(module) not in _WATCHED:  # made as type(os)(name): not a watched module
+        return
+    caller = sys._getframe(2).f_code.co_filename
+    own = _JUDGES_OWN.get(caller)
+    if own is None:
+        own = _JUDGES_OWN[caller] = _judges_own(caller)
+    if not own:
+        _ASSIGNMENTS[0].append(f"{module.__name__}.{name}")
+
+
+def _note_local(module: ProxyModule, name: str) -> None:
+    """A test set ``__spec__`` (or its kin) of a workspace module: the judge's copy only."""
+    try:
+        imported = object.__getattribute__(module, "_ldd_imported")
+    except AttributeError:
+        return  # the import system setting up the module
+    if imported and _ASSIGNMENTS and len(_ASSIGNMENTS[0]) < _LIMITS_PER_TEST:
+        _ASSIGNMENTS[0].append(f"copy of the workspace's {module.__name__}.{name}")
+
+
+def _judges_own(filename: str) -> bool:
+    """Whether code of ``filename`` is pytest's, pluggy's, this sandbox's or the stdlib's.
+
+    Installed libraries (freezegun) may live inside the standard library's folder
+    (``site-packages``): they are not the standard library.
+    """
+    if not _JUDGE_FOLDERS:
+        return True
+    ours, installed, stdlib = _JUDGE_FOLDERS
+    return filename.startswith(ours) or (
+        filename.startswith(stdlib) and not filename.startswith(installed)
+    )
+
+
+def _judge_folders() -> list[tuple[str, ...]]:
+    import sysconfig
+
+    import _pytest
+    import pluggy
+
+    def folders(*paths: str) -> tuple[str, ...]:
+        # As code objects name their files, and as the links resolve.
+        named = {os.path.join(os.path.abspath(path), "") for path in paths}
+        return tuple(named | {os.path.join(os.path.realpath(path), "") for path in paths})
+
+    paths = sysconfig.get_paths()
+    ours = (_pytest.__file__, pluggy.__file__, os.path.abspath(__file__))
+    return [
+        folders(*(os.path.dirname(path) for path in ours)),
+        folders(paths["purelib"], paths["platlib"]),
+        folders(paths["stdlib"], paths["platstdlib"]),
+    ]
+
+
+def _watch_module_assignments(patched: list[str]) -> None:
+    """Note, in ``patched``, assignments to the judge's standard-library modules."""
+    _ASSIGNMENTS[:] = [patched]
+    _JUDGE_FOLDERS[:] = _judge_folders()
+    watch_new_modules()
+
+
+def watch_new_modules() -> None:
+    """Watch the standard-library modules loaded since the last call (cheap per test).
+
+    Not ``sys``: the import system makes every new module as ``type(sys)(name)``.
+    Not a module of that name from another folder (the hidden tests' ``types.py``).
+    """
+    names: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
+    for name in (names & sys.modules.keys()) - {"sys"}:
+        module = sys.modules.get(name)
+        if type(module) is not types.ModuleType:
+            continue
+        origin = getattr(module, "__file__", None)
+        if origin is None or _judges_own(origin):
+            module.__class__ = _WatchedModule
+            _WATCHED.add(id(module))
 
 
 def isolation_guard(
@@ -1193,6 +1316,8 @@ def isolation_guard(
             self.failed = False
             patched.clear()
             connection.suite_paths.clear()
+            if suite is not None:
+                watch_new_modules()
 
         @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
         def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:

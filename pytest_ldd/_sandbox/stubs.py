@@ -946,7 +946,7 @@ class StandIns:
         if base is None or type(value) is not base or not issubclass(cls, base):
             msg = f"a value handle whose value is not its class's base ({type(value).__name__})"
             raise wire.WireError(msg)
-        made = base.__new__(cls, value)
+        made = wire.value_of_class(base, cls, value)
         self.table.keep(number, made)
         return made
 

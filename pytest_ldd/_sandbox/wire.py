@@ -131,7 +131,23 @@ def _random_name(value: Any) -> str | None:
 
 # The builtin types whose instances hold an immutable value: a subclass instance keeps
 # that value (see base_value), whatever its own methods say.
-VALUE_BASES: tuple[type, ...] = (int, float, complex, str, bytes, tuple, frozenset)
+# The standard library's immutable value types are among them (a ``datetime`` subclass
+# such as freezegun's or pendulum's), ``datetime`` before ``date``, its base.
+VALUE_BASES: tuple[type, ...] = (
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    tuple,
+    frozenset,
+    datetime.datetime,
+    datetime.date,
+    datetime.time,
+    datetime.timedelta,
+)
+# Each by the name a class record gives it.
+VALUE_BASE_NAMES: dict[str, type] = {}
 
 
 class WireError(Exception):
@@ -323,6 +339,14 @@ def value_base(cls: type) -> type | None:
     return None
 
 
+def value_base_name(base: type) -> str:
+    """The name a class record gives the value base ``base`` (see VALUE_BASE_NAMES)."""
+    return base.__name__ if base.__module__ == "builtins" else f"{base.__module__}.{base.__name__}"
+
+
+VALUE_BASE_NAMES.update((value_base_name(base), base) for base in VALUE_BASES)
+
+
 def base_value(base: type, value: Any) -> Any:
     """The value an instance of a subclass of ``base`` (one of VALUE_BASES) holds.
 
@@ -339,7 +363,49 @@ def base_value(base: type, value: Any) -> Any:
         return str.__str__(value)
     if base is bytes or base is tuple:
         return base.__getitem__(value, slice(None))
-    return frozenset(frozenset.__iter__(value))
+    if base is frozenset:
+        return frozenset(frozenset.__iter__(value))
+    fields = _DATETIME_FIELDS[base]
+    parts = [fields[name].__get__(value) for name in _VALUE_PARTS[base]]
+    if base is datetime.timedelta or base is datetime.date:
+        return base(*parts)
+    fold = fields["fold"].__get__(value)
+    return base(*parts, fold=fold)
+
+
+def value_of_class(base: type, cls: type, value: Any) -> Any:
+    """An instance of ``cls`` (a subclass of ``base``) holding ``value`` (of ``base``)."""
+    if base not in _VALUE_PARTS:
+        return base.__new__(cls, value)  # type: ignore[call-overload]
+    parts = [getattr(value, name) for name in _VALUE_PARTS[base]]
+    if base is datetime.datetime or base is datetime.time:
+        return base.__new__(cls, *parts, fold=value.fold)  # type: ignore[call-overload]
+    return base.__new__(cls, *parts)  # type: ignore[call-overload]
+
+
+_VALUE_PARTS: dict[type, tuple[str, ...]] = {
+    datetime.datetime: (
+        "year", "month", "day", "hour", "minute", "second", "microsecond", "tzinfo"
+    ),
+    datetime.date: ("year", "month", "day"),
+    datetime.time: ("hour", "minute", "second", "microsecond", "tzinfo"),
+    datetime.timedelta: ("days", "seconds", "microseconds"),
+}  # fmt: skip
+
+
+def _own_descriptors(base: type) -> dict[str, Any]:
+    """The base's own descriptors of its fields: a subclass's property is not read."""
+    names = (*_VALUE_PARTS[base], "fold")
+    found = {}
+    for name in names:
+        for owner in base.__mro__:
+            if name in owner.__dict__:
+                found[name] = owner.__dict__[name]
+                break
+    return found
+
+
+_DATETIME_FIELDS = {base: _own_descriptors(base) for base in _VALUE_PARTS}
 
 
 def _tz_parts(tz: datetime.tzinfo | None) -> Any:

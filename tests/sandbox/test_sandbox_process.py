@@ -149,6 +149,40 @@ def test_the_value_a_builtin_subclass_holds_is_read_through_the_base_type() -> N
     assert wire.value_base(_Words) is None  # a list holds no immutable value
 
 
+class _Frozen(datetime.datetime):
+    """A datetime subclass in the shape of freezegun's: its own fields lie."""
+
+    @property
+    def year(self) -> int:  # type: ignore[override]
+        return 1900
+
+
+class _Long(datetime.timedelta):
+    @property
+    def days(self) -> int:  # type: ignore[override]
+        return -1
+
+
+@pytest.mark.parametrize(
+    ("value", "base"),
+    [
+        (_Frozen(2020, 2, 2, 1, 2, 3, 4, datetime.timezone.utc, fold=1), datetime.datetime),
+        (_Long(3, 4, 5), datetime.timedelta),
+    ],
+)
+def test_the_value_a_datetime_subclass_holds_is_read_through_the_base_type(
+    value: Any, base: type
+) -> None:
+    assert wire.value_base(type(value)) is base
+    got = wire.base_value(base, value)
+    assert type(got) is base
+    assert got == value
+    assert getattr(got, "fold", 0) == getattr(value, "fold", 0)
+    again = wire.value_of_class(base, type(value), got)
+    assert type(again) is type(value)
+    assert base.__eq__(again, value) is True
+
+
 def test_other_objects_go_to_the_reference_hook() -> None:
     marker = object()
     assert _roundtrip([marker]) == [("handle", id(marker))]
@@ -1695,6 +1729,72 @@ def test_a_method_a_builtin_subclass_defines_again_is_its_own(task: SimpleNamesp
     assert process.passed, process.reason
 
 
+_CLOCK = """import datetime as dt
+
+
+class FakeDatetime(dt.datetime):
+    def label(self):
+        return "fake!"
+
+    def __add__(self, other):
+        got = dt.datetime.__add__(self, other)
+        return FakeDatetime(got.year, got.month, got.day)
+
+
+class Days(dt.timedelta):
+    pass
+
+
+def fake(*args):
+    return FakeDatetime(*args)
+"""
+
+
+def test_datetime_subclasses_cross_as_datetimes_both_ways(task: SimpleNamespace) -> None:
+    """freezegun's FakeDatetime handed to workspace code, pendulum-like ones coming back."""
+    _write(
+        task.ws,
+        {
+            "clock.py": _CLOCK,
+            "when.py": (
+                "import datetime as dt\n\nimport clock\n\n\n"
+                "def describe(value):\n    if isinstance(value, dt.datetime):\n"
+                "        return f'datetime {value.date().isoformat()}'\n"
+                "    return f'other {value!r}'\n\n\n"
+                "def label(value):\n    return value.label()\n\n\n"
+                "def later(value, days):\n    return value + dt.timedelta(days=days)\n\n\n"
+                "def own():\n    return clock.fake(2020, 2, 2), clock.Days(2)\n"
+            ),
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "frozen.py": _CLOCK,
+            "test_when.py": (
+                "import datetime as dt\n\nimport frozen\nimport when\n\n"
+                "NOW = frozen.fake(2020, 2, 2)\n\n\n"
+                "def test_a_subclass_is_a_datetime_there():\n"
+                "    assert when.describe(NOW) == 'datetime 2020-02-02'\n"
+                "    assert when.describe(frozen.Days(1)) .startswith('other')\n\n\n"
+                "def test_its_own_methods_answer():\n"
+                "    assert when.label(NOW) == 'fake!'\n"
+                "    assert type(when.later(NOW, 1)).__name__ == 'FakeDatetime'\n"
+                "    assert when.later(NOW, 1) == dt.datetime(2020, 2, 3)\n\n\n"
+                "def test_the_workspaces_own_come_back_as_datetimes():\n"
+                "    moment, span = when.own()\n"
+                "    assert isinstance(moment, dt.datetime) and isinstance(span, dt.timedelta)\n"
+                "    assert moment - dt.datetime(2020, 2, 1) == dt.timedelta(days=1)\n"
+                "    assert span == dt.timedelta(days=2) and span.days == 2\n"
+                "    assert moment.label() == 'fake!'\n"
+            ),
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
 def test_a_workspace_time_zone_is_a_time_zone(task: SimpleNamespace) -> None:
     _write(
         task.ws,
@@ -2167,6 +2267,22 @@ def first_line(path):
 
 def double(x):
     return 2 * x
+
+
+def own_spec():
+    return __spec__
+
+
+def clock():
+    import time
+
+    return time.time()
+
+
+def today():
+    import datetime
+
+    return datetime.date.today().isoformat()
 """,
 }
 _JUDGE_SIDE_HEADER = """import os
@@ -2215,6 +2331,42 @@ JUDGE_SIDE_CASES = {
 """,
         "the judge's os.sep",
     ),
+    "test_assigned_clock": (
+        """def test_assigned_clock():
+    import time
+
+    real = time.time
+    time.time = lambda: 0.0
+    try:
+        assert plat.clock() == 0.0
+    finally:
+        time.time = real
+""",
+        "the judge's time.time",
+    ),
+    "test_frozen_by_a_helper_library": (
+        """def test_frozen_by_a_helper_library():
+    from frozen import frozen_today
+
+    with frozen_today("2020-02-02"):
+        assert plat.today() == "2020-02-02"
+""",
+        "the judge's datetime.date",
+    ),
+    "test_mock_patched_modules_dict": (
+        """def test_mock_patched_modules_dict():
+    with mock.patch.dict(sys.modules, {"ctypes": None}):
+        assert not plat.has_module("ctypes")
+""",
+        "the judge's sys.modules (mock.patch.dict)",
+    ),
+    "test_patched_import_attribute_of_a_workspace_module": (
+        """def test_patched_import_attribute_of_a_workspace_module(monkeypatch):
+    monkeypatch.setattr(plat, "__spec__", None)
+    assert plat.own_spec() is None
+""",
+        "the judge's copy of the workspace's plat.__spec__",
+    ),
     "test_a_data_file_of_the_suite": (
         """def test_a_data_file_of_the_suite():
     assert plat.first_line(Path(__file__).parent / "data" / "sample.txt") == "hello"
@@ -2224,11 +2376,37 @@ JUDGE_SIDE_CASES = {
 }
 
 
+# A helper in the shape of freezegun: it assigns the judge's module attributes itself.
+_FROZEN_HELPER = """import contextlib
+import datetime
+
+
+@contextlib.contextmanager
+def frozen_today(iso):
+    real = datetime.date
+
+    class FrozenDate(real):
+        @classmethod
+        def today(cls):
+            return real.fromisoformat(iso)
+
+    datetime.date = FrozenDate
+    try:
+        yield
+    finally:
+        datetime.date = real
+"""
+
+
 def _judge_side_hidden(root: Path, case: str) -> Path:
     source, _ = JUDGE_SIDE_CASES[case]
     return _write(
         root,
-        {"data/sample.txt": "hello\n", "test_judge_side.py": f"{_JUDGE_SIDE_HEADER}\n\n{source}"},
+        {
+            "data/sample.txt": "hello\n",
+            "frozen.py": _FROZEN_HELPER,
+            "test_judge_side.py": f"{_JUDGE_SIDE_HEADER}\n\n{source}",
+        },
     )
 
 
