@@ -1146,14 +1146,15 @@ def watch_patches(pytest: Any, root: str) -> list[str]:
         return result
 
     unittest.mock._patch.__enter__ = entered  # type: ignore[method-assign]
-    patch_dict = unittest.mock._patch_dict._patch_dict
+    dict_patcher: Any = unittest.mock._patch_dict
+    patch_dict = dict_patcher._patch_dict
 
     def patched_dict(self: Any) -> None:
         patch_dict(self)
         if self.in_dict is sys.modules and len(patched) < _LIMITS_PER_TEST:
             patched.append("sys.modules (mock.patch.dict)")
 
-    unittest.mock._patch_dict._patch_dict = patched_dict  # type: ignore[method-assign]
+    dict_patcher._patch_dict = patched_dict
     _watch_module_assignments(patched)
     return patched
 

@@ -376,11 +376,11 @@ def base_value(base: type, value: Any) -> Any:
 def value_of_class(base: type, cls: type, value: Any) -> Any:
     """An instance of ``cls`` (a subclass of ``base``) holding ``value`` (of ``base``)."""
     if base not in _VALUE_PARTS:
-        return base.__new__(cls, value)  # type: ignore[call-overload]
+        return base.__new__(cls, value)
     parts = [getattr(value, name) for name in _VALUE_PARTS[base]]
     if base is datetime.datetime or base is datetime.time:
-        return base.__new__(cls, *parts, fold=value.fold)  # type: ignore[call-overload]
-    return base.__new__(cls, *parts)  # type: ignore[call-overload]
+        return base.__new__(cls, *parts, fold=value.fold)
+    return base.__new__(cls, *parts)
 
 
 _VALUE_PARTS: dict[type, tuple[str, ...]] = {
