@@ -525,6 +525,7 @@ class Connection:
         )
         self.calls.on_error = self._raised
         self.environment = EnvironmentSync(self)
+        self.logging = LoggingSync(self)
         self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
@@ -711,6 +712,7 @@ class Connection:
     def _before_send(self) -> None:
         self.random.before_send()
         self.environment.before_send()
+        self.logging.before_send()
 
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""
@@ -733,7 +735,9 @@ class Connection:
             self.module_attributes.pop(payload, None)
         elif stream == 7:
             self.random.said()
-        elif stream not in (9, 10):  # the judge says these, never the subject
+        elif stream == 11:
+            _logged(payload)
+        elif stream not in (9, 10, 12):  # the judge says these, never the subject
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
@@ -779,6 +783,110 @@ class EnvironmentSync:
                 changed[os.fsdecode(key)] = os.fsdecode(value)
         self.told = dict(now)
         self.connection.peer.outbox.append((10, changed))
+
+
+class LoggingSync:
+    """The judge's logger levels, in the subject too: ``caplog.set_level`` reaches it.
+
+    Each ``Logger.setLevel`` of the judge is noted and, before the next message, sent
+    as ``("o", 12, {"levels": {name: level}, "disable": n})`` (``""``: the root), with
+    ``logging.disable``'s level when it changed.  The subject forwards every record its
+    loggers handle (stream 11, :func:`_logged`).
+    """
+
+    def __init__(self, connection: Connection) -> None:
+        import logging
+
+        self.connection = connection
+        manager = logging.Logger.manager
+        self.pending: dict[str, int] = {"": logging.getLogger().level}
+        for name, logger in list(manager.loggerDict.items()):
+            if isinstance(logger, logging.Logger) and logger.level:
+                self.pending[name] = logger.level
+        self.disabled = 0
+        _LEVEL_WATCHERS.append(weakref.ref(self))
+        _watch_levels()
+
+    def noted(self, name: str, level: int) -> None:
+        self.pending[name] = level
+
+    def before_send(self) -> None:
+        import logging
+
+        disabled = logging.Logger.manager.disable
+        if not self.pending and disabled == self.disabled:
+            return
+        payload = {"levels": self.pending, "disable": disabled}
+        self.pending, self.disabled = {}, disabled
+        self.connection.peer.outbox.append((12, payload))
+
+
+_LEVEL_WATCHERS: list[weakref.ref[LoggingSync]] = []
+
+
+def _watch_levels() -> None:
+    """Wrap ``logging.Logger.setLevel`` once: each level set is told to the watchers."""
+    import logging
+
+    if getattr(logging.Logger.setLevel, "_ldd_watched", False):
+        return
+    set_level = logging.Logger.setLevel
+
+    def watched(self: logging.Logger, level: Any) -> None:
+        set_level(self, level)
+        name = "" if self is logging.getLogger() else self.name
+        for ref in list(_LEVEL_WATCHERS):
+            sync = ref()
+            if sync is None:
+                _LEVEL_WATCHERS.remove(ref)
+            else:
+                sync.noted(name, self.level)
+
+    watched._ldd_watched = True  # type: ignore[attr-defined]
+    logging.Logger.setLevel = watched  # type: ignore[method-assign]
+
+
+# What a forwarded record may not set: LogRecord's methods and private attributes.
+def _record_field(name: Any) -> bool:
+    import logging
+
+    return (
+        type(name) is str
+        and name.isidentifier()
+        and not name.startswith("_")
+        and not callable(getattr(logging.LogRecord, name, None))
+    )
+
+
+def _logged(fields: Any) -> None:
+    """A record a workspace logger handled in the subject, handled by the judge's logger.
+
+    Its fields are plain values (checked here: the subject is not trusted), so the
+    judge's handlers (pytest's ``caplog``, the report's captured log) format it without
+    a word to the subject.
+    """
+    import logging
+
+    plain = (str, int, float, bool, type(None))
+    if type(fields) is not dict or type(fields.get("name")) is not str:
+        return
+    record: dict[str, Any] = {}
+    for name, value in list(fields.items())[:_RECORD_FIELDS]:
+        if not _record_field(name):
+            continue
+        if name == "args":
+            items = value.values() if type(value) is dict else value
+            shaped = type(value) in (tuple, dict)
+            record[name] = value if shaped and all(type(v) in plain for v in items) else None
+        elif type(value) in plain:
+            record[name] = value
+    if type(record.get("levelno")) is not int or type(record.get("msg")) is not str:
+        return
+    record.setdefault("levelname", logging.getLevelName(record["levelno"]))
+    logging.getLogger(record["name"] or None).handle(logging.makeLogRecord(record))
+
+
+_RECORD_FIELDS = 96
 
 
 def _environ_data() -> dict[Any, Any]:

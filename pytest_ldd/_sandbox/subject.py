@@ -193,6 +193,8 @@ class Subject:
         elif stream == 9:  # a test ended: what crossed in it is forgotten
             self.calls.containers.forget()
             self.calls.values.forget()
+        elif stream == 12:  # the tests set the levels of loggers
+            _take_levels(payload)
         elif stream == 10:  # the tests changed the environment
             for key, value in payload.items():
                 if type(key) is not str or (value is not None and type(value) is not str):
@@ -357,6 +359,73 @@ def _forward_warnings(peer: Any) -> None:
     warnings.showwarning = showwarning
 
 
+_MAX_RECORDS = 10_000
+# LogRecord's own attributes: the others a record holds came as ``extra``.
+_RECORD_FIELDS = (
+    "name", "levelno", "levelname", "pathname", "filename", "module", "lineno",
+    "funcName", "created", "msecs", "relativeCreated", "thread", "threadName",
+    "process", "processName", "stack_info", "taskName",
+)  # fmt: skip
+_PLAIN = (str, int, float, bool, type(None))
+
+
+def _forward_logging(peer: Any) -> None:
+    """Every record a logger of the workspace handles goes to the judge's logger.
+
+    The levels are the judge's (``caplog.set_level`` arrives as stream 12); the
+    record's data crosses as plain values, its message formatted here unless its
+    arguments are plain values themselves.
+    """
+    import logging
+
+    class Forward(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if sum(1 for s, _ in peer.outbox if s == 11) >= _MAX_RECORDS:
+                return
+            fields: dict[str, Any] = {
+                name: value
+                for name in _RECORD_FIELDS
+                if type(value := getattr(record, name, None)) in _PLAIN
+            }
+            args = record.args
+            plain = type(record.msg) is str and (
+                (type(args) is tuple and all(type(a) in _PLAIN for a in args))
+                or (type(args) is dict and all(type(a) in _PLAIN for a in args.values()))
+            )
+            if plain:
+                fields["msg"], fields["args"] = record.msg, args
+            else:
+                fields["msg"], fields["args"] = record.getMessage(), None
+            if record.exc_info:
+                fields["exc_text"] = logging.Formatter().formatException(record.exc_info)
+            elif type(record.exc_text) is str:
+                fields["exc_text"] = record.exc_text
+            known = set(_RECORD_FIELDS) | set(fields) | {"exc_info"}
+            for name, value in list(vars(record).items())[:64]:
+                if name not in known and not name.startswith("_") and type(value) in _PLAIN:
+                    fields[name] = value
+            peer.outbox.append((11, fields))
+
+        def handleError(self, record: logging.LogRecord) -> None:
+            return None  # a message that does not format is not forwarded
+
+    root = logging.getLogger()
+    root.addHandler(Forward(logging.NOTSET))
+
+
+def _take_levels(payload: dict[Any, Any]) -> None:
+    """The levels the judge's loggers took (``""``: the root), and ``logging.disable``'s."""
+    import logging
+
+    levels, disabled = payload.get("levels"), payload.get("disable")
+    if type(levels) is dict:
+        for name, level in levels.items():
+            if type(name) is str and type(level) is int:
+                logging.getLogger(name or None).setLevel(level)
+    if type(disabled) is int:
+        logging.disable(disabled)
+
+
 def _watch_reflection(subject: Subject) -> None:
     """Note what workspace code sees differently from one process when it looks around.
 
@@ -407,6 +476,7 @@ def main(settings: dict[str, Any]) -> None:
     sys.stdout = Printed(subject.peer, 1)
     sys.stderr = Printed(subject.peer, 2)
     _forward_warnings(subject.peer)
+    _forward_logging(subject.peer)
     _watch_reflection(subject)
     confined = settings.get("confined") or {"level": "none", "detail": "not reported"}
     report = (str(confined["level"]), str(confined["detail"]))

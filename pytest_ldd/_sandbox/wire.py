@@ -989,7 +989,9 @@ class Peer:
             return
         forget = stream == 9 and payload == 0 and type(payload) is int
         environment = stream == 10 and type(payload) is dict
-        if not (printed or warned or changed or state or forget or environment):
+        # A log record of the subject (11), the levels the judge's loggers took (12).
+        logged = stream in (11, 12) and type(payload) is dict
+        if not (printed or warned or changed or state or forget or environment or logged):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:

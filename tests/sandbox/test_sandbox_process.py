@@ -13,6 +13,7 @@ import datetime
 import decimal
 import fractions
 import inspect
+import logging
 import math
 import os
 import pathlib
@@ -1793,6 +1794,105 @@ def test_datetime_subclasses_cross_as_datetimes_both_ways(task: SimpleNamespace)
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed, plain.reason
     assert process.passed, process.reason
+
+
+_NOISY = """import logging
+
+log = logging.getLogger(__name__)
+
+
+class Opaque:
+    def __repr__(self):
+        return "<opaque>"
+
+
+def work(x):
+    log.warning("working on %s", x)
+    log.debug("details %d", 42)
+    return x * 2
+
+
+def fail():
+    try:
+        1 / 0
+    except ZeroDivisionError:
+        log.exception("it broke")
+
+
+def tagged():
+    log.info("tagged %r", Opaque(), extra={"user": "bob"})
+"""
+_NOISY_TESTS = """import logging
+
+import noisy
+
+
+def test_records_at_the_level_caplog_sets(caplog):
+    with caplog.at_level(logging.DEBUG):
+        assert noisy.work(3) == 6
+    assert "working on 3" in caplog.text
+    assert [r.levelname for r in caplog.records] == ["WARNING", "DEBUG"]
+    assert caplog.records[0].name == "noisy"
+    assert caplog.records[0].msg == "working on %s"
+    assert caplog.records[0].args == (3,)
+
+
+def test_the_default_level_leaves_debug_out(caplog):
+    noisy.work(1)
+    assert [r.getMessage() for r in caplog.records] == ["working on 1"]
+
+
+def test_a_named_logger_level(caplog):
+    caplog.set_level(logging.INFO, logger="noisy")
+    noisy.tagged()
+    assert caplog.records[0].getMessage() == "tagged <opaque>"
+    assert caplog.records[0].user == "bob"
+
+
+def test_an_exception_is_logged_with_its_traceback(caplog):
+    noisy.fail()
+    assert "ZeroDivisionError" in caplog.text
+    assert caplog.records[0].levelno == logging.ERROR
+
+
+def test_disabled_logging_records_nothing(caplog):
+    logging.disable(logging.CRITICAL)
+    try:
+        noisy.work(2)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert caplog.records == []
+"""
+
+
+def test_what_workspace_loggers_log_reaches_caplog(task: SimpleNamespace) -> None:
+    """Levels set by the test reach the subject; its records reach the test's handlers."""
+    _write(task.ws, {"noisy.py": _NOISY})
+    _write(task.hidden, {"test_noisy.py": _NOISY_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"name": "x", "levelno": 30, "msg": "m", "getMessage": "forged"},
+        {"name": "x", "levelno": 30, "msg": "m", "args": (object,)},
+        {"name": 3, "levelno": 30, "msg": "m"},
+        {"name": "x", "levelno": "30", "msg": "m"},
+        {"name": "x", "levelno": 30, "msg": "m %s", "args": ["list"], "_private": 1},
+    ],
+)
+def test_a_forged_log_record_is_taken_as_data_or_dropped(
+    fields: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.DEBUG)
+    proxies._logged(fields)
+    for record in caplog.records:
+        assert record.getMessage() in ("m", "m %s")
+        assert not hasattr(record, "_private")
+        assert record.args in (None, (), {})
 
 
 def test_a_workspace_time_zone_is_a_time_zone(task: SimpleNamespace) -> None:
