@@ -526,6 +526,9 @@ class Connection:
         self.calls.on_error = self._raised
         self.environment = EnvironmentSync(self)
         self.logging = LoggingSync(self)
+        self.told_argv: tuple[Any, list[str]] = (None, [])
+        # sys.stdin as the running test found it (see isolation_guard), else None.
+        self.stdin: Any = None
         self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
@@ -631,6 +634,9 @@ class Connection:
             self.limit(_MEMORY)
         if self.suite_root is not None:
             self._note_suite_paths(args)
+        if self.stdin is not None and sys.stdin is not self.stdin:
+            # Workspace code reads the subject's standard input, not the test's.
+            _note_judge_side("sys.stdin")
         try:
             return self.calls.request(op, args)
         except wire.CannotCross as exc:
@@ -713,12 +719,26 @@ class Connection:
         self.random.before_send()
         self.environment.before_send()
         self.logging.before_send()
+        self._sync_argv()
+
+    def _sync_argv(self) -> None:
+        """``sys.argv`` as the tests set it, in the subject too (only plain strings)."""
+        argv = sys.argv
+        told, value = self.told_argv
+        if argv is told and argv == value:
+            return
+        if type(argv) is list and all(type(arg) is str for arg in argv):
+            self.told_argv = (argv, list(argv))
+            self.peer.outbox.append((13, list(argv)))
 
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""
-        if isinstance(exc, (SystemExit, KeyboardInterrupt)):
-            # These steer the process that raises them: here they would end or abort
-            # the judge's session, so the test that met them fails instead.
+        if isinstance(exc, SystemExit):
+            # As in one process: pytest.raises(SystemExit) catches it (a CLI's
+            # argparse error), and pytest fails the test it escapes from.
+            return SystemExit(*exc.args)
+        if isinstance(exc, KeyboardInterrupt):
+            # It would abort the judge's session: the test that met it fails instead.
             reason = f"workspace code raised {type(exc).__name__}{exc.args!r:.200}"
             self.failures.append(reason)
             return SubjectError(f"process isolation: {reason}")
@@ -737,7 +757,7 @@ class Connection:
             self.random.said()
         elif stream == 11:
             _logged(payload)
-        elif stream not in (9, 10, 12):  # the judge says these, never the subject
+        elif stream not in (9, 10, 12, 13):  # the judge says these, never the subject
             _printed(stream, payload)
 
     def end_of_test(self) -> None:
@@ -1150,16 +1170,29 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def _shallow(args: tuple[Any, ...]) -> Iterator[Any]:
-    """The arguments of a request, and the items of plain lists, tuples and dicts among them."""
-    for value in args:
-        yield value
-        if type(value) in (list, tuple):
-            yield from value[:_SHALLOW_ITEMS]
-        elif type(value) is dict:
-            yield from list(value.values())[:_SHALLOW_ITEMS]
+    """The arguments of a request, and the items of plain lists, tuples and dicts among
+    them, three levels down (a call's arguments are a tuple in the request, and a CLI's
+    ``main([path, "-r"])`` puts its paths in a list in that); at most _SHALLOW_ITEMS
+    values in all, so a long list handed over costs no more than a short one."""
+    level: list[Any] = list(args[:_SHALLOW_ITEMS])
+    budget = _SHALLOW_ITEMS
+    for _ in range(3):
+        below: list[Any] = []
+        for value in level[:budget]:
+            yield value
+            if type(value) in (list, tuple):
+                below.extend(value[:budget])
+            elif type(value) is dict:
+                below.extend(list(value.values())[:budget])
+        budget -= min(budget, len(level))
+        if not budget or not below:
+            return
+        level = below
 
 
-_SHALLOW_ITEMS = 64
+_SHALLOW_ITEMS = 256
+# What the subject takes from the judge before each message: patching it is no limit.
+_SYNCED = frozenset(("sys.argv",))
 
 
 def _judge_side(obj: Any, suite: str) -> str | None:
@@ -1216,8 +1249,9 @@ def watch_patches(pytest: Any, root: str) -> list[str]:
 
     def note(obj: Any, attribute: Any) -> None:
         where = _judge_side(obj, root)
-        if where is not None and len(patched) < _LIMITS_PER_TEST:
-            patched.append(f"{where}.{attribute}")
+        name = f"{where}.{attribute}"
+        if where is not None and name not in _SYNCED and len(patched) < _LIMITS_PER_TEST:
+            patched.append(name)
 
     def note_item(mapping: Any, key: Any) -> None:
         if mapping is sys.modules and len(patched) < _LIMITS_PER_TEST:
@@ -1307,7 +1341,13 @@ def _note_assignment(module: types.ModuleType, name: str) -> None:
     if own is None:
         own = _JUDGES_OWN[caller] = _judges_own(caller)
     if not own:
-        _ASSIGNMENTS[0].append(f"{module.__name__}.{name}")
+        _note_judge_side(f"{module.__name__}.{name}")
+
+
+def _note_judge_side(name: str) -> None:
+    """Note, for the running test, that it changed ``name`` on the judge's side only."""
+    if _ASSIGNMENTS and len(_ASSIGNMENTS[0]) < _LIMITS_PER_TEST:
+        _ASSIGNMENTS[0].append(name)
 
 
 def _note_local(module: ProxyModule, name: str) -> None:
@@ -1316,8 +1356,8 @@ def _note_local(module: ProxyModule, name: str) -> None:
         imported = object.__getattribute__(module, "_ldd_imported")
     except AttributeError:
         return  # the import system setting up the module
-    if imported and _ASSIGNMENTS and len(_ASSIGNMENTS[0]) < _LIMITS_PER_TEST:
-        _ASSIGNMENTS[0].append(f"copy of the workspace's {module.__name__}.{name}")
+    if imported:
+        _note_judge_side(f"copy of the workspace's {module.__name__}.{name}")
 
 
 def _judges_own(filename: str) -> bool:
@@ -1425,6 +1465,7 @@ def isolation_guard(
             self.failed = False
             patched.clear()
             connection.suite_paths.clear()
+            connection.stdin = sys.stdin
             if suite is not None:
                 watch_new_modules()
 

@@ -193,6 +193,9 @@ class Subject:
         elif stream == 9:  # a test ended: what crossed in it is forgotten
             self.calls.containers.forget()
             self.calls.values.forget()
+        elif stream == 13:  # the tests set sys.argv (a CLI's main() reads it)
+            if all(type(arg) is str for arg in payload):
+                sys.argv = list(payload)
         elif stream == 12:  # the tests set the levels of loggers
             _take_levels(payload)
         elif stream == 10:  # the tests changed the environment

@@ -991,7 +991,8 @@ class Peer:
         environment = stream == 10 and type(payload) is dict
         # A log record of the subject (11), the levels the judge's loggers took (12).
         logged = stream in (11, 12) and type(payload) is dict
-        if not (printed or warned or changed or state or forget or environment or logged):
+        argv = stream == 13 and type(payload) is list  # the judge's sys.argv
+        if not (printed or warned or changed or state or forget or environment or logged or argv):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:

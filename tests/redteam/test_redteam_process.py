@@ -192,7 +192,7 @@ HOSTILE_REASONS = {
     "unknown_base": "never described",
     "not_an_exception": "not an exception",
     "claims_skip": "Skipped",
-    "claims_exit": "raised SystemExit",
+    "claims_exit": "SystemExit",
     "forged_true": "test_mul",
     "stall": "did not answer",
     "flood": "flooding",

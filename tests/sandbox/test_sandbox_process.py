@@ -1796,6 +1796,65 @@ def test_datetime_subclasses_cross_as_datetimes_both_ways(task: SimpleNamespace)
     assert process.passed, process.reason
 
 
+_CLI = """import argparse
+import sys
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="tool")
+    parser.add_argument("name")
+    parser.add_argument("--loud", action="store_true")
+    args = parser.parse_args(argv)
+    text = f"hello {args.name}"
+    print(text.upper() if args.loud else text)
+    return 0
+"""
+_CLI_TESTS = """import sys
+
+import pytest
+
+import tool
+
+
+def test_argv_as_the_test_set_it(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["tool", "ada", "--loud"])
+    assert tool.main() == 0
+    assert capsys.readouterr().out == "HELLO ADA\\n"
+
+
+def test_assigned_argv(capsys):
+    saved = sys.argv
+    sys.argv = ["tool", "bob"]
+    try:
+        tool.main()
+    finally:
+        sys.argv = saved
+    assert capsys.readouterr().out == "hello bob\\n"
+
+
+def test_an_argparse_error_exits(capsys):
+    with pytest.raises(SystemExit) as exited:
+        tool.main([])
+    assert exited.value.code == 2
+    assert "the following arguments are required: name" in capsys.readouterr().err
+
+
+def test_help_exits_zero():
+    with pytest.raises(SystemExit) as exited:
+        tool.main(["--help"])
+    assert exited.value.code == 0
+"""
+
+
+def test_a_cli_reads_the_tests_argv_and_exits_as_in_one_process(task: SimpleNamespace) -> None:
+    """sys.argv set by the test reaches the subject; SystemExit reaches pytest.raises."""
+    _write(task.ws, {"tool.py": _CLI})
+    _write(task.hidden, {"test_tool.py": _CLI_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
 _NOISY = """import logging
 
 log = logging.getLogger(__name__)
@@ -2360,6 +2419,10 @@ def separator():
     return os.sep
 
 
+def first_input_line():
+    return sys.stdin.readline().strip()
+
+
 def first_line(path):
     with open(path, encoding="utf-8") as handle:
         return handle.readline().strip()
@@ -2367,6 +2430,10 @@ def first_line(path):
 
 def double(x):
     return 2 * x
+
+
+def first_lines(paths):
+    return [first_line(path) for path in paths]
 
 
 def own_spec():
@@ -2466,6 +2533,25 @@ JUDGE_SIDE_CASES = {
     assert plat.own_spec() is None
 """,
         "the judge's copy of the workspace's plat.__spec__",
+    ),
+    "test_swapped_stdin": (
+        """def test_swapped_stdin():
+    import io
+
+    real = sys.stdin
+    sys.stdin = io.StringIO("typed\\n")
+    try:
+        assert plat.first_input_line() == "typed"
+    finally:
+        sys.stdin = real
+""",
+        "the judge's sys.stdin",
+    ),
+    "test_a_path_in_a_list_of_arguments": (
+        """def test_a_path_in_a_list_of_arguments():
+    assert plat.first_lines([str(Path(__file__).parent / "data" / "sample.txt")]) == ["hello"]
+""",
+        "in the hidden tests' folder, which the subject process may not read",
     ),
     "test_a_data_file_of_the_suite": (
         """def test_a_data_file_of_the_suite():
