@@ -805,6 +805,57 @@ class EnvironmentSync:
         self.connection.peer.outbox.append((10, changed))
 
 
+# The connection whose subject answers the judge's codec searches (see forward_codecs).
+_CODEC_SOURCE: list[weakref.ref[Connection]] = []
+
+
+def forward_codecs(connection: Connection) -> None:
+    """Codecs the workspace registers (``import idna.codec``) are found by the judge too.
+
+    A search function registered once, last, asks the subject for a name the judge's
+    own searches did not know; its answer's functions and classes are stand-ins, so
+    ``"x".encode("idna2008")`` in a test runs the workspace's codec, as in one process.
+    """
+    import codecs
+
+    first = not _CODEC_SOURCE
+    _CODEC_SOURCE[:] = [weakref.ref(connection)]
+    if first:
+        codecs.register(_subject_codec)
+
+
+def _subject_codec(name: str) -> Any:
+    import codecs
+
+    connection = _CODEC_SOURCE[0]() if _CODEC_SOURCE else None
+    if connection is None or not connection.started or connection.broken is not None:
+        return None
+    try:
+        found = connection.request("codec", name)
+    except Exception:  # a codec the subject cannot give is no codec
+        return None
+    if type(found) is not tuple or len(found) != 8 or type(found[0]) is not str:
+        return None
+    codec, encode, decode, incremental_encoder, incremental_decoder, reader, writer, text = found
+    if not (callable(encode) and callable(decode)):
+        return None
+
+    def decoded(data: Any, errors: str = "strict") -> Any:
+        # bytes.decode hands the codec a memoryview, which crosses as its bytes.
+        return decode(bytes(data) if isinstance(data, memoryview) else data, errors)
+
+    return codecs.CodecInfo(
+        encode,
+        decoded,
+        reader,
+        writer,
+        incremental_encoder,
+        incremental_decoder,
+        name=codec,
+        _is_text_encoding=text is True,
+    )
+
+
 class LoggingSync:
     """The judge's logger levels, in the subject too: ``caplog.set_level`` reaches it.
 
@@ -1433,6 +1484,7 @@ def isolation_guard(
     if suite is not None:
         connection.suite_root = os.path.join(os.path.realpath(suite), "")
         patched = watch_patches(pytest, connection.suite_root)
+    forward_codecs(connection)
 
     class IsolationGuard:
         def __init__(self) -> None:

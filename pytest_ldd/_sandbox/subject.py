@@ -66,9 +66,32 @@ def _keys(obj: Any) -> list[str]:
     return [str(name) for name in vars(obj)]
 
 
+def _codec(name: str) -> tuple[Any, ...] | None:
+    """The codec a search function of the workspace registered for ``name``, or None.
+
+    Only what the standard library does not know: the judge asks after its own search
+    failed, and a name the standard library knows is answered there alone.
+    """
+    import codecs
+    import encodings
+
+    if type(name) is not str or encodings.search_function(name) is not None:
+        return None
+    try:
+        info = codecs.lookup(name)
+    except LookupError:
+        return None
+    return (
+        info.name, info.encode, info.decode, info.incrementalencoder,
+        info.incrementaldecoder, info.streamreader, info.streamwriter,
+        bool(getattr(info, "_is_text_encoding", True)),
+    )  # fmt: skip
+
+
 # What the judge may ask of the workspace's objects: everything, and the modules.
 OPS: dict[str, Callable[..., Any]] = {
     **calls.OPS, "import": _import, "public": _public, "lookup": _lookup, "keys": _keys,
+    "codec": _codec,
 }  # fmt: skip
 
 

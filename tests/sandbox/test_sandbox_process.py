@@ -1855,6 +1855,64 @@ def test_a_cli_reads_the_tests_argv_and_exits_as_in_one_process(task: SimpleName
     assert process.passed, process.reason
 
 
+_ROT = """import codecs
+
+
+def _shift(text, by):
+    return "".join(chr((ord(c) - 97 + by) % 26 + 97) if c.islower() else c for c in text)
+
+
+def encode(text, errors="strict"):
+    return _shift(text, 3).encode("ascii"), len(text)
+
+
+def decode(data, errors="strict"):
+    return _shift(bytes(data).decode("ascii"), -3), len(data)
+
+
+class IncrementalEncoder(codecs.IncrementalEncoder):
+    def encode(self, text, final=False):
+        return encode(text)[0]
+
+
+def search(name):
+    if name == "caesar3":
+        return codecs.CodecInfo(encode, decode, name="caesar3",
+                                incrementalencoder=IncrementalEncoder)
+    return None
+
+
+codecs.register(search)
+"""
+_ROT_TESTS = """import codecs
+
+import pytest
+
+import rot
+
+
+def test_the_workspaces_codec_is_found():
+    assert "abc".encode("caesar3") == b"def"
+    assert b"def".decode("caesar3") == "abc"
+    assert codecs.decode(b"khoor", "caesar3") == "hello"
+    assert codecs.lookup("caesar3").incrementalencoder is rot.IncrementalEncoder
+
+
+def test_an_unknown_codec_is_still_unknown():
+    with pytest.raises(LookupError):
+        "abc".encode("caesar4")
+"""
+
+
+def test_a_codec_the_workspace_registers_is_found_by_the_tests(task: SimpleNamespace) -> None:
+    """idna's `import idna.codec` registers 'idna2008' in the subject; the test encodes."""
+    _write(task.ws, {"rot.py": _ROT})
+    _write(task.hidden, {"test_rot.py": _ROT_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
 _NOISY = """import logging
 
 log = logging.getLogger(__name__)
