@@ -40,6 +40,7 @@ Both sides load this module from a file; it imports only the standard library.
 from __future__ import annotations
 
 import copy
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -240,9 +241,25 @@ class Values:
         # Never the other side's word alone: the very value this side holds, or a copy.
         if held is None or type(held) is not type(value) or not _scalar_members(value):
             return value
-        return held if held == value else value
+        return held if _same_value(held, value) else value
 
 
 def _scalar_members(value: Any) -> bool:
     """Whether comparing ``value`` runs no code but the builtins' (a frozenset's members)."""
     return type(value) is not frozenset or all(type(member) in _PLAIN for member in value)
+
+
+def _same_value(held: Any, value: Any) -> bool:
+    """``held == value`` without running code of either side.
+
+    An aware ``datetime`` or ``time`` would ask its zone (perhaps a stand-in) for its
+    offset: those compare field by field, the zone by identity.
+    """
+    if type(value) in (datetime.datetime, datetime.time):
+        fields: tuple[str, ...] = ("hour", "minute", "second", "microsecond", "fold")
+        if type(value) is datetime.datetime:
+            fields = ("year", "month", "day", *fields)
+        return held.tzinfo is value.tzinfo and all(
+            getattr(held, name) == getattr(value, name) for name in fields
+        )
+    return bool(held == value)

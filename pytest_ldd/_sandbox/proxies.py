@@ -529,6 +529,7 @@ class Connection:
         self.told_argv: tuple[Any, list[str]] = (None, [])
         # sys.stdin as the running test found it (see isolation_guard), else None.
         self.stdin: Any = None
+        self.tzset = False  # the tests called time.tzset() since the last message
         self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
@@ -720,6 +721,9 @@ class Connection:
         self.environment.before_send()
         self.logging.before_send()
         self._sync_argv()
+        if self.tzset:  # after the environment: TZ first, then time.tzset()
+            self.tzset = False
+            self.peer.outbox.append((14, 0))
 
     def _sync_argv(self) -> None:
         """``sys.argv`` as the tests set it, in the subject too (only plain strings)."""
@@ -803,6 +807,34 @@ class EnvironmentSync:
                 changed[os.fsdecode(key)] = os.fsdecode(value)
         self.told = dict(now)
         self.connection.peer.outbox.append((10, changed))
+
+
+def forward_tzset(connection: Connection) -> None:
+    """``time.tzset()`` called by the tests is called in the subject too, after ``TZ``.
+
+    dateutil's ``tzlocal`` tests set ``TZ`` and call ``time.tzset()``: the environment
+    crosses before each message, and the C library's zone is read again there only
+    when the subject calls ``tzset`` as well.
+    """
+    import time
+
+    real = getattr(time, "tzset", None)
+    if real is None:  # not on this platform
+        return
+    real = getattr(real, "_ldd_real", real)
+    _TZSET_SOURCE[:] = [weakref.ref(connection)]
+
+    def tzset() -> None:
+        real()
+        source = _TZSET_SOURCE[0]() if _TZSET_SOURCE else None
+        if source is not None:
+            source.tzset = True
+
+    tzset._ldd_real = real  # type: ignore[attr-defined]
+    time.tzset = tzset
+
+
+_TZSET_SOURCE: list[weakref.ref[Connection]] = []
 
 
 # The connection whose subject answers the judge's codec searches (see forward_codecs).
@@ -1481,10 +1513,11 @@ def isolation_guard(
     tests' folder, whose own modules are not the judge's).
     """
     patched: list[str] = []
+    forward_tzset(connection)
+    forward_codecs(connection)
     if suite is not None:
         connection.suite_root = os.path.join(os.path.realpath(suite), "")
         patched = watch_patches(pytest, connection.suite_root)
-    forward_codecs(connection)
 
     class IsolationGuard:
         def __init__(self) -> None:

@@ -219,6 +219,10 @@ class Subject:
         elif stream == 13:  # the tests set sys.argv (a CLI's main() reads it)
             if all(type(arg) is str for arg in payload):
                 sys.argv = list(payload)
+        elif stream == 14:  # the tests called time.tzset() (after setting TZ)
+            import time
+
+            time.tzset()
         elif stream == 12:  # the tests set the levels of loggers
             _take_levels(payload)
         elif stream == 10:  # the tests changed the environment

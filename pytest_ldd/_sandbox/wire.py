@@ -271,6 +271,8 @@ class Encoder:
         elif value is Ellipsis or value is NotImplemented:
             out.append(b"E" if value is Ellipsis else b"K")
         elif cls in _STDLIB:
+            if self._mark_value is not None and cls in _DATETIMES:
+                self._marked(value, out, self._mark_value)
             out += (b"x", bytes((_STDLIB[cls],)))
             self._put(_stdlib_parts(value), out, depth + 1)
         elif issubclass(cls, type) and _builtin_name(value) is not None:
@@ -304,7 +306,10 @@ class Encoder:
 # The mutable containers, which cross by value with a mark that says which they are,
 # and the immutable values that do so to keep their identity.
 _MARKABLE = frozenset({list, dict, set, bytearray})
-_IDENTIFIED = frozenset({str, bytes, frozenset})
+# The datetime types keep their identity on a round trip too (dateutil's
+# ``resolve_imaginary(dt) is dt``).
+_DATETIMES = frozenset({datetime.datetime, datetime.date, datetime.time, datetime.timedelta})
+_IDENTIFIED = frozenset({str, bytes, frozenset}) | _DATETIMES
 _SEQ_TAGS = {tuple: b"t", list: b"l", set: b"S", frozenset: b"Z"}
 # The class of ``typing.Optional[int]`` (the typing form, not ``int | None``'s).
 _TYPING_UNION = type(typing.Union[int, str])  # noqa: UP007
@@ -628,16 +633,28 @@ def _ints(parts: Any, count: int) -> tuple[int, ...]:
     return parts
 
 
+# The datetime classes, held in a dict: freezegun replaces module attributes that are
+# the real classes (``datetime.datetime`` itself, and any module's alias of it), and a
+# value this side decodes is the real type whatever a test froze.
+_REAL_DT: dict[str, type[Any]] = {
+    name: getattr(datetime, name)
+    for name in ("datetime", "date", "time", "timedelta")
+}
+
+
+_REAL_TIMEZONE = datetime.timezone  # freezegun leaves timezone alone
+
+
 def _tz_value(parts: Any) -> datetime.tzinfo | None:
     if parts is None:
         return None
     if type(parts) is tuple and len(parts) == 5 and parts[0] == "offset":
         days, seconds, micro = _ints(parts[1:4], 3)
         name = parts[4]
-        offset = datetime.timedelta(days, seconds, micro)
+        offset = _REAL_DT["timedelta"](days, seconds, micro)
         if name is None or type(name) is not str:
-            return datetime.timezone(offset)
-        return datetime.timezone(offset, name)
+            return _REAL_TIMEZONE(offset)
+        return _REAL_TIMEZONE(offset, name)
     if type(parts) is tuple and len(parts) == 2 and parts[0] == "zone" and type(parts[1]) is str:
         import zoneinfo
 
@@ -678,15 +695,17 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         year, month, day, hour, minute, second, micro = _ints(parts[:7], 7)
         (fold,) = _ints(parts[7:8], 1)
         tz = _tz_value(parts[8])
-        return datetime.datetime(year, month, day, hour, minute, second, micro, tz, fold=fold)
+        return _REAL_DT["datetime"](
+            year, month, day, hour, minute, second, micro, tz, fold=fold
+        )
     if kind == _X_DATE:
-        return datetime.date(*_ints(parts, 3))
+        return _REAL_DT["date"](*_ints(parts, 3))
     if kind == _X_TIME and type(parts) is tuple and len(parts) == 6:
         hour, minute, second, micro = _ints(parts[:4], 4)
         (fold,) = _ints(parts[4:5], 1)
-        return datetime.time(hour, minute, second, micro, _tz_value(parts[5]), fold=fold)
+        return _REAL_DT["time"](hour, minute, second, micro, _tz_value(parts[5]), fold=fold)
     if kind == _X_TIMEDELTA:
-        return datetime.timedelta(*_ints(parts, 3))
+        return _REAL_DT["timedelta"](*_ints(parts, 3))
     if kind == _X_DECIMAL and type(parts) is str and len(parts) < 10_000:
         try:
             return decimal.Decimal(parts)
@@ -992,7 +1011,9 @@ class Peer:
         # A log record of the subject (11), the levels the judge's loggers took (12).
         logged = stream in (11, 12) and type(payload) is dict
         argv = stream == 13 and type(payload) is list  # the judge's sys.argv
-        if not (printed or warned or changed or state or forget or environment or logged or argv):
+        tzset = stream == 14 and payload == 0 and type(payload) is int  # time.tzset()
+        said = (environment, logged, argv, tzset)
+        if not (printed or warned or changed or state or forget or any(said)):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)
         if self.on_output is not None:

@@ -1913,6 +1913,88 @@ def test_a_codec_the_workspace_registers_is_found_by_the_tests(task: SimpleNames
     assert process.passed, process.reason
 
 
+_ZONES = """import datetime as dt
+import time
+
+
+class Fixed(dt.tzinfo):
+    def utcoffset(self, when):
+        return dt.timedelta(hours=1)
+
+    def dst(self, when):
+        return dt.timedelta(0)
+
+
+def same(value):
+    return value
+
+
+def shifted(value):
+    return value + dt.timedelta(0)
+
+
+def local_zone_name():
+    return time.tzname[0]
+
+
+def made():
+    return dt.datetime(2020, 1, 2), dt.date(2020, 1, 3)
+"""
+_ZONES_TESTS = """import datetime as dt
+import os
+import time
+
+import zones
+
+
+def test_a_datetime_round_trip_keeps_identity():
+    aware = dt.datetime(2020, 1, 2, 3, 4, tzinfo=zones.Fixed())
+    assert zones.same(aware) is aware
+    naive = dt.datetime(2020, 1, 2)
+    assert zones.same(naive) is naive
+    span = dt.timedelta(days=3)
+    assert zones.same(span) is span
+    assert zones.shifted(naive) is not naive
+    assert zones.shifted(naive) == naive
+
+
+def test_values_cross_while_a_test_froze_the_clock():
+    real = dt.datetime
+
+    class Frozen(real):
+        pass
+
+    dt.datetime = Frozen  # as freezegun does
+    try:
+        moment, day = zones.made()
+        kept = dt.timedelta(days=1)
+        assert zones.same(kept) is kept
+    finally:
+        dt.datetime = real
+    assert moment == real(2020, 1, 2)
+    assert day == dt.date(2020, 1, 3)
+
+
+def test_tzset_reaches_the_workspace(monkeypatch):
+    monkeypatch.setenv("TZ", "EST+05EDT,M3.2.0,M11.1.0")
+    time.tzset()
+    try:
+        assert zones.local_zone_name() == "EST"
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+"""
+
+
+def test_datetimes_keep_identity_and_tzset_reaches_the_subject(task: SimpleNamespace) -> None:
+    """dateutil's `resolve_imaginary(dt) is dt` and its tzlocal tests (TZ, time.tzset())."""
+    _write(task.ws, {"zones.py": _ZONES})
+    _write(task.hidden, {"test_zones.py": _ZONES_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
 _NOISY = """import logging
 
 log = logging.getLogger(__name__)
