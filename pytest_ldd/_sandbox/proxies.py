@@ -110,8 +110,21 @@ def identity_watch(connection: Connection) -> Callable[[Any, Any], None]:
     def watch(left: Any, right: Any) -> None:
         if crossed(left) or crossed(right):
             connection.limit(_EXCEPTION_IDENTITY)
+        elif _stand_in_type(left) != _stand_in_type(right) and (
+            isinstance(left, type) and isinstance(right, type)
+        ):
+            # Reported only if the test fails: `type(x) is not int` stays a pass.
+            connection.doubt(_TYPE_IDENTITY)
 
     return watch
+
+
+def _stand_in_type(value: Any) -> bool:
+    """Whether ``value`` is the class of a stand-in (``type(proxy)``)."""
+    return isinstance(value, type) and (
+        type.__subclasscheck__(stubs.Proxy, value)
+        or type.__subclasscheck__(stubs.ValueProxy, value)
+    )
 
 
 def watch_subclassing() -> None:
@@ -168,6 +181,11 @@ _MEMORY = (
 _READ_AHEAD = (
     "a workspace iterator was read in a batch ahead of a consumer that stopped early:"
     " its state may differ from what one process would show"
+)
+_TYPE_IDENTITY = (
+    "comparing the type of a workspace object with another class by identity:"
+    " the judge holds a stand-in, whose type is its own (`type(f) is types.FunctionType`"
+    " is false for a workspace function)"
 )
 _EXCEPTION_IDENTITY = (
     "the test asked whether an exception that crossed between the processes is the"
@@ -530,6 +548,8 @@ class Connection:
         # sys.stdin as the running test found it (see isolation_guard), else None.
         self.stdin: Any = None
         self.tzset = False  # the tests called time.tzset() since the last message
+        # Limits of the running test that count only if it fails (see doubt).
+        self.doubts: list[str] = []
         self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
@@ -715,6 +735,11 @@ class Connection:
         """
         if len(self.limits) < _LIMITS_PER_TEST:
             self.limits.append(reason[:_REASON_CHARS])
+
+    def doubt(self, reason: str) -> None:
+        """Note what makes the running test inconclusive if it fails (never if it passes)."""
+        if reason not in self.doubts and len(self.doubts) < _LIMITS_PER_TEST:
+            self.doubts.append(reason)
 
     def _before_send(self) -> None:
         self.random.before_send()
@@ -1550,6 +1575,7 @@ def isolation_guard(
             self.failed = False
             patched.clear()
             connection.suite_paths.clear()
+            connection.doubts.clear()
             connection.stdin = sys.stdin
             if suite is not None:
                 watch_new_modules()
@@ -1580,6 +1606,8 @@ def isolation_guard(
                     f" {connection.suite_paths[0]!r} in the hidden tests' folder, which"
                     " the subject process may not read"
                 )
+            if report.outcome == "failed" and connection.doubts:
+                connection.limit("the test failed after " + "; ".join(connection.doubts))
             if report.outcome == "failed" and connection.calls.tracebacks:
                 text = "\n".join(connection.calls.tracebacks[-3:])
                 report.sections.append(("traceback in the subject process", text))

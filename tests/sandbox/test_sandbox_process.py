@@ -2607,6 +2607,10 @@ def test_patched_but_passing(monkeypatch):
 
 def test_plain():
     assert plat.double(21) == 42
+
+
+def test_type_compared_but_passing():
+    assert type(plat.double) is not int
 """
 # Each test alone with the two above, and what its limit must name.
 JUDGE_SIDE_CASES = {
@@ -2693,6 +2697,14 @@ JUDGE_SIDE_CASES = {
 """,
         "in the hidden tests' folder, which the subject process may not read",
     ),
+    "test_the_type_of_a_workspace_function": (
+        """def test_the_type_of_a_workspace_function():
+    import types
+
+    assert type(plat.double) is types.FunctionType
+""",
+        "comparing the type of a workspace object with another class by identity",
+    ),
     "test_a_data_file_of_the_suite": (
         """def test_a_data_file_of_the_suite():
     assert plat.first_line(Path(__file__).parent / "data" / "sample.txt") == "hello"
@@ -2754,8 +2766,9 @@ def test_a_test_that_changes_the_judges_side_only_is_inconclusive_never_failed(
         verdict.reason
     )
     assert JUDGE_SIDE_CASES[case][1] in verdict.reason
-    assert "test_patched_but_passing could not be judged" not in verdict.reason
-    assert verdict.outcomes["test_judge_side.py::test_patched_but_passing"] == "passed"
+    for passing in ("test_patched_but_passing", "test_type_compared_but_passing"):
+        assert f"{passing} could not be judged" not in verdict.reason
+        assert verdict.outcomes[f"test_judge_side.py::{passing}"] == "passed"
 
 
 def test_a_wrong_workspace_still_fails_the_tests_that_patch_nothing(tmp_path: Path) -> None:
