@@ -37,6 +37,7 @@ library); the parent imports it from the package for :func:`draw_like`.
 from __future__ import annotations
 
 import ast
+import collections
 import math
 import operator
 import os
@@ -137,13 +138,23 @@ def draw_like(
     differ by at least 10% and by more than ``min_distance``; strings and bytes keep
     their length and the class of each character (letters, digits, case, the rest),
     every letter and digit changed; a list, tuple, dict or set gets every element (a
-    dict every value, else every key) drawn like that -- an honest ``__eq__`` may ignore
+    dict every value and every key) drawn like that -- an honest ``__eq__`` may ignore
     a part of what it is compared with, never all of it -- up to :data:`MAX_REDRAWN`
     elements.  With even odds a number or string
     comes from ``pool`` instead (literals of the hidden tests with the same shape),
     so that a drawn value looks as natural as the real one.  None where there is no
-    such value (None, NaN, a class of its own).
+    such value (None, NaN, a class of its own), or where drawing one failed: the
+    grader's own error never fails a test.
     """
+    try:
+        return _draw_like(value, rng, pool, min_distance=min_distance, depth=depth)
+    except Exception:
+        return None
+
+
+def _draw_like(
+    value: Any, rng: random.Random, pool: Pool, *, min_distance: float, depth: int
+) -> Any:
     kind = type(value)
     if kind in (int, float, str, bytes):
         borrowed = _from_pool(value, rng, pool, min_distance)
@@ -186,7 +197,13 @@ def _from_pool(value: Any, rng: random.Random, pool: Pool, min_distance: float) 
 def _far(value: Any, other: Any) -> bool:
     """Whether ``other`` differs enough from ``value`` for no lenient equality to join them."""
     if type(value) in (int, float):
-        return bool(abs(other - value) >= 0.1 * abs(value))
+        try:
+            if type(value) is int and type(other) is int:
+                # In integers: past 2**1024 a float cannot hold them.
+                return abs(other - value) * 10 >= abs(value)
+            return bool(abs(other - value) >= 0.1 * abs(value))
+        except (OverflowError, TypeError, ValueError):
+            return False
     if type(value) is str:
         return _folded(value) != _folded(other)
     return True
@@ -296,16 +313,74 @@ def _mapping_like(value: dict[Any, Any], rng: random.Random, pool: Pool, depth: 
         return {_text_like("key", rng): rng.randrange(1, 10)}
     if len(value) > MAX_REDRAWN:
         return None
-    values = {key: draw_like(item, rng, pool, depth=depth + 1) for key, item in value.items()}
-    if any(item is not None for item in values.values()):
-        return {key: value[key] if new is None else new for key, new in values.items()}
+    # Every value and every key drawn anew: an honest result may compare with a part of
+    # a dict (an ordered set equals a dict with its keys, whatever the values).
     changed: dict[Any, Any] = {}
+    originals = [item for item in value.values() if type(item) in _SCALARS]
     for key, item in value.items():
-        new_key = draw_like(key, rng, depth=depth + 1) if type(key) in _SCALARS else None
-        changed[key if new_key is None or new_key in value or new_key in changed else new_key] = (
-            item
-        )
-    return changed if changed.keys() != value.keys() else None
+        new_item = draw_like(item, rng, pool, depth=depth + 1)
+        # No value becomes another's: the values of {1: 1, 2: 2} redrawn as 2 and 1
+        # would be the same values to a result that compares them alone.
+        for _ in range(_DRAW_ATTEMPTS if type(item) in _SCALARS else 0):
+            if new_item is None or new_item not in originals:
+                break
+            new_item = draw_like(item, rng, pool, depth=depth + 1)
+        new_key = key
+        for _ in range(_DRAW_ATTEMPTS if type(key) in _SCALARS else 0):
+            drawn = draw_like(key, rng, depth=depth + 1)
+            if drawn is not None and drawn not in value and drawn not in changed:
+                new_key = drawn
+                break
+        changed[new_key] = item if new_item is None else new_item
+    unchanged = changed.keys() == value.keys() and all(changed[key] is value[key] for key in value)
+    return None if unchanged else changed
+
+
+# Mappings whose == is dict's own, value by value: one compared with a look-alike that
+# keeps every key is proof of a lie where any value claims its stranger.
+_DICT_EQUALITY = (dict, collections.OrderedDict, collections.defaultdict)
+
+
+def look_alike(target: Any, other: Any, rng: random.Random, pool: Pool = _NO_POOL) -> Any:
+    """A look-alike of ``other`` to compare ``target`` with, as :func:`draw_like` draws.
+
+    Where ``target`` compares as a dict does (value by value), a dict's look-alike keeps
+    its keys and redraws its values against ``target``'s own, so a value of ``target``
+    that equals any plausible number is caught; elsewhere every key is redrawn too, since
+    an honest ``__eq__`` may look at the keys alone (an ordered set).  Lists and tuples
+    of the same length are walked element by element.
+    """
+    try:
+        return _look_alike(target, other, rng, pool, 0)
+    except Exception:
+        return None
+
+
+def _look_alike(target: Any, other: Any, rng: random.Random, pool: Pool, depth: int) -> Any:
+    kind = type(other)
+    if depth < SCAN_DEPTH and kind is dict and type(target) in _DICT_EQUALITY and other:
+        if len(other) > MAX_REDRAWN or target.keys() != other.keys():
+            return draw_like(other, rng, pool, depth=depth)
+        items = {
+            key: _look_alike(target[key], item, rng, pool, depth + 1)
+            for key, item in other.items()
+        }
+        if all(item is None for item in items.values()):
+            return draw_like(other, rng, pool, depth=depth)
+        return {key: other[key] if new is None else new for key, new in items.items()}
+    if (
+        depth < SCAN_DEPTH
+        and kind in (list, tuple)
+        and type(target) is kind
+        and 0 < len(other) == len(target) <= MAX_REDRAWN
+    ):
+        drawn = [
+            _look_alike(t, o, rng, pool, depth + 1) for t, o in zip(target, other, strict=True)
+        ]
+        if all(item is None for item in drawn):
+            return None
+        return kind(old if new is None else new for old, new in zip(other, drawn, strict=True))
+    return draw_like(other, rng, pool, depth=depth)
 
 
 def _set_like(value: set[Any] | frozenset[Any], rng: random.Random, depth: int) -> Any:
@@ -662,7 +737,7 @@ class Comparisons:
         if claimed and op == "==":
             # Only once ``target == other`` held: an honest value equal to ``other``
             # equals no look-alike of it (before, the look-alike might be its value).
-            twin = draw_like(other, self._rng, self.pool)
+            twin = look_alike(target, other, self._rng, self.pool)
             if twin is not None and self._holds("==", side, target, twin):
                 return f"{who} of type {name} claims == {_short(other)} and == {_short(twin)}"
         exclusive = _EXCLUSIVE.get(op)

@@ -434,9 +434,22 @@ class _Slot:
 
 
 def _slots(
-    parent: ast.AST, field_name: str, index: int | None, fn: _Function, distance: float = 0.0
+    parent: ast.AST,
+    field_name: str,
+    index: int | None,
+    fn: _Function,
+    distance: float = 0.0,
+    *,
+    keys: bool = True,
 ) -> list[_Slot]:
-    """The literals of an expected value: displays and ``approx`` are entered, calls not."""
+    """The literals of an expected value: displays and ``approx`` are entered, calls not.
+
+    A dict display's values, and with ``keys`` its keys as well: an honest result may
+    compare with the keys of a dict alone (an ordered set), and then only a twin that
+    changed them is exclusive.  Without ``keys`` (the other side is a dict display,
+    compared value by value) a changed key would make the twin fail for a lying value
+    too.
+    """
     node = getattr(parent, field_name)
     node = node if index is None else node[index]
     if _literal_value(node) is not ... or (
@@ -447,17 +460,16 @@ def _slots(
     if isinstance(node, (ast.List, ast.Tuple, ast.Set)):
         for i, element in enumerate(node.elts):
             if not isinstance(element, ast.Starred):
-                found += _slots(node, "elts", i, fn, distance)
+                found += _slots(node, "elts", i, fn, distance, keys=keys)
     elif isinstance(node, ast.Dict):
-        # A value, which a lying result must claim to equal; a key only where no value
-        # is a literal (a changed key makes the dicts differ whatever the values say).
-        for i, key in enumerate(node.keys):
-            if key is not None:
-                found += _slots(node, "values", i, fn, distance)
-        if not found:
+        for field in ("values", "keys") if keys else ("values",):
             for i, key in enumerate(node.keys):
                 if key is not None:
-                    found += _slots(node, "keys", i, fn, distance)
+                    found += _slots(node, field, i, fn, distance, keys=keys)
+        if not found:  # no value is a literal: a changed key makes the dicts differ
+            for i, key in enumerate(node.keys):
+                if key is not None:
+                    found += _slots(node, "keys", i, fn, distance, keys=keys)
     elif isinstance(node, ast.Call) and _called_name(node.func) in _APPROX and node.args:
         tolerance = _approx_tolerance(node, fn)
         if tolerance is not None:
@@ -465,6 +477,13 @@ def _slots(
                 _widen(slot, tolerance)
                 found.append(slot)
     return found
+
+
+def _opaque(node: ast.expr) -> bool:
+    """Whether the compared expression's value is not a dict display's, compared as dicts are."""
+    if isinstance(node, (ast.Dict, ast.DictComp)):
+        return False
+    return not (isinstance(node, ast.Call) and _called_name(node.func) == "dict")
 
 
 def _approx_tolerance(call: ast.Call, fn: _Function) -> tuple[float, float] | None:
@@ -555,8 +574,9 @@ class _Perturber:
         if isinstance(test, ast.Compare) and len(test.ops) == 1:
             op = test.ops[0]
             if isinstance(op, ast.Eq):
-                found += self._values(test, "left", None, test.left)
-                found += self._values(test, "comparators", 0, test.comparators[0])
+                right = test.comparators[0]
+                found += self._values(test, "left", None, test.left, keys=_opaque(right))
+                found += self._values(test, "comparators", 0, right, keys=_opaque(test.left))
                 found += self._column(test, test.left)
                 found += self._column(test, test.comparators[0])
             elif isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)):
@@ -566,9 +586,9 @@ class _Perturber:
         return found
 
     def _values(
-        self, parent: ast.AST, field_name: str, index: int | None, side: ast.expr
+        self, parent: ast.AST, field_name: str, index: int | None, side: ast.expr, *, keys: bool
     ) -> list[_Option]:
-        slots = _slots(parent, field_name, index, self.fn)
+        slots = _slots(parent, field_name, index, self.fn, keys=keys)
         if not slots:
             return []
         # Either side will do: slots never reach inside a call, so no literal that is
@@ -685,7 +705,8 @@ class _Perturber:
                     return []
                 distance = 4 * tolerance
             for index in (0, 1):
-                slots = _slots(call, "args", index, self.fn, distance)
+                keys = _opaque(call.args[1 - index])
+                slots = _slots(call, "args", index, self.fn, distance, keys=keys)
                 if slots:
                     found.append(_Option(_VALUE, partial(self._redraw_all, slots)))
         return found

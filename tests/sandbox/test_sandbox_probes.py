@@ -103,8 +103,9 @@ def test_a_look_alike_of_a_container_changes_every_element() -> None:
         if isinstance(value, (list, tuple)):
             assert all(new != old for new, old in zip(drawn, value, strict=True))
         elif isinstance(value, dict):
-            assert drawn.keys() == value.keys()
-            assert all(drawn[key] != value[key] for key in value)
+            # every key and every value: an ordered set equals a dict with its keys
+            assert drawn.keys().isdisjoint(value.keys())
+            assert set(drawn.values()).isdisjoint(value.values())
         else:
             assert not drawn & value
     assert draw_like(True, rng) is False
@@ -113,6 +114,43 @@ def test_a_look_alike_of_a_container_changes_every_element() -> None:
     assert draw_like(list(range(probes.MAX_REDRAWN + 1)), rng) is None
     for value in (None, float("nan"), object(), 1 + 2j, [None]):
         assert draw_like(value, rng) is None
+
+
+class _KeySet:
+    def __init__(self, keys: Any) -> None:
+        self.keys = set(keys)
+
+    def __eq__(self, other: object) -> bool:
+        return self.keys == set(other)  # type: ignore[call-overload]
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def test_a_look_alike_keeps_a_dicts_keys_only_against_a_dict() -> None:
+    """Against a dict the values are redrawn (a lying value inside is caught); against
+    anything else the keys too (an honest ordered set compares keys alone)."""
+    other = {"a": 1, "b": [2, 3]}
+    for seed in range(50):
+        rng = random.Random(seed)
+        kept = probes.look_alike({"a": 1, "b": [2, 3]}, other, rng)
+        assert kept.keys() == other.keys()
+        assert kept["a"] != 1
+        assert kept["b"] != [2, 3]
+        redrawn = probes.look_alike(_KeySet(other), other, rng)
+        assert redrawn.keys().isdisjoint(other.keys())
+        assert _KeySet(other) != redrawn
+        inner = probes.look_alike([{"k": 1}], [{"k": 5}], rng)
+        assert inner[0].keys() == {"k"}
+        assert inner[0]["k"] != 5
+    assert probes.look_alike(2**3000, 2**3000, random.Random(1)) != 2**3000
+
+
+def test_far_and_look_alikes_of_ints_past_a_floats_range() -> None:
+    assert probes._far(10**400, 3 * 10**400)
+    assert not probes._far(10**400, 10**400 + 1)
+    assert not probes._far(1.5, 10**400)  # cannot be compared as floats: not far
+    drawn = draw_like(10**400, random.Random(2), {probes.shape_of(10**400): [7 * 10**400]})
+    assert drawn is None or drawn != 10**400
 
 
 def test_a_look_alike_often_comes_from_the_pool_of_the_tests_own_literals() -> None:

@@ -432,7 +432,55 @@ def test_an_equality_that_ignores_a_part_never_passes_an_honest_twin(tmp_path: P
     )
     for seed in range(6):
         suite = _stage(tmp_path, source, seed)
-        assert _twin_of(suite, "test_release")[1].startswith("3 literals: ")
+        # the three values and the three keys: a dict compared with an opaque result
+        assert _twin_of(suite, "test_release")[1].startswith("6 literals: ")
+        report = twin_report(suite, run_staged(suite.root, workspace))
+        assert (len(report.at_check), report.passed, report.elsewhere) == (1, [], [])
+
+
+KEYS_ONLY = """class KeySet:
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __eq__(self, other):
+        try:
+            return set(self.items) == set(other)
+        except TypeError:
+            return NotImplemented
+
+    __hash__ = None
+
+
+def keys_of(mapping):
+    return KeySet(mapping)
+
+
+def pair(x):
+    return x
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "changed"),
+    [
+        ("assert keys_of({1: 'x', 2: 'y'}) == {1: 'a', 2: 'b'}", "4 literals: "),
+        ("unittest.TestCase().assertEqual({'k': 1}, keys_of({'k': 5}))", "2 literals: "),
+        # the right one's value, or (no value of the left one is a literal) its key
+        ("assert {'k': pair(2)} == {'k': 2}", ("2 -> ", "'k' -> ")),
+    ],
+    ids=["a dict compared with a result", "assertEqual", "two dict displays"],
+)
+def test_a_dict_compared_with_a_result_gets_its_keys_redrawn_too(
+    check: str, changed: str | tuple[str, ...], tmp_path: Path
+) -> None:
+    """An ordered set equals a dict with its keys: a twin keeping them is not exclusive."""
+    workspace = write_tree(tmp_path / "keys", {"calc.py": KEYS_ONLY})
+    source = (
+        f"import unittest\n\nfrom calc import keys_of, pair\n\n\ndef test_keys():\n    {check}\n"
+    )
+    for seed in range(6):
+        suite = _stage(tmp_path, source, seed)
+        assert _twin_of(suite, "test_keys")[1].startswith(changed), _twin_of(suite, "test_keys")
         report = twin_report(suite, run_staged(suite.root, workspace))
         assert (len(report.at_check), report.passed, report.elsewhere) == (1, [], [])
 
@@ -480,8 +528,7 @@ def test_a_twin_never_takes_the_name_of_a_test_a_class_inherits(
     # could be made of: a twin named like one would replace it in the class.
     words = ["update", "get", *_FALLBACK_WORDS]
     mixin = "from calc import mul\n\n\nclass CacheTests:\n" + "".join(
-        f"    def test_{word}(self):\n        self.assertEqual(mul(1, 1), 1)\n\n"
-        for word in words
+        f"    def test_{word}(self):\n        self.assertEqual(mul(1, 1), 1)\n\n" for word in words
     )
     source = (
         "import unittest\n\nfrom calc import mul\nfrom mixins import CacheTests\n\n\n"
