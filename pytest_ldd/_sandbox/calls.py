@@ -115,6 +115,27 @@ def _call(function: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     return function(*args, **kwargs)
 
 
+def _call_handling(
+    function: Any, args: tuple[Any, ...], kwargs: dict[str, Any], handling: Any
+) -> Any:
+    """A call made while the caller handled ``handling``: here too, as in one process.
+
+    A bare ``raise`` in ``function`` re-raises it (exceptiongroup's ``catch`` calls its
+    handlers in its ``except`` clause), and what ``function`` raises is chained to it.
+    """
+    if not isinstance(handling, BaseException):
+        return _call(function, args, kwargs)
+    # Raising it here would chain it to what this side is handling at the moment (the
+    # test's own exception, passed to a workspace __exit__): that is undone.
+    context, traceback = handling.__context__, handling.__traceback__
+    try:
+        raise handling
+    except BaseException:
+        handling.__context__ = context
+        handling.__traceback__ = traceback
+        return _call(function, args, kwargs)
+
+
 def _call_sync(
     function: Any,
     args: tuple[Any, ...],
@@ -206,7 +227,7 @@ def _drain(iterator: Any, size: Any) -> tuple[tuple[Any, ...], bool, BaseExcepti
 
 OPS: dict[str, Callable[..., Any]] = {
     "getattr": getattr, "setattr": setattr, "delattr": delattr,
-    "call": _call, "callsync": _call_sync, "dir": _dir,
+    "call": _call, "callsync": _call_sync, "callhandling": _call_handling, "dir": _dir,
     "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,
     "hash": hash, "bool": bool, "copy": copy.copy, "deepcopy": copy.deepcopy,
     "signature": signature_data, "length_hint": _length_hint, "drain": _drain,

@@ -292,7 +292,7 @@ _SERVED = frozenset(calls.OPS)
 _ON_ANY_CLASS = frozenset({"repr", "str", "format", "hash", "eq", "ne", "bool", "dir"})
 # Operations that run the target's own code, as a call does (the descriptor protocol
 # binds a function, runs a property's getter or setter).
-_CALLING = frozenset({"call", "callsync", "get", "set", "delete", "set_name"})
+_CALLING = frozenset({"call", "callsync", "callhandling", "get", "set", "delete", "set_name"})
 
 
 class Withheld:

@@ -242,6 +242,9 @@ def _call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
     positions = tuple(i for i, arg in enumerate(args) if type(arg) in _MUTABLE)
     names = tuple(name for name, arg in kwargs.items() if type(arg) in _MUTABLE)
     if not positions and not names:
+        handling = sys.exc_info()[1]
+        if handling is not None and getattr(link, "forwards_handling", False):
+            return link.request("callhandling", self, args, kwargs, handling)
         return link.request("call", self, args, kwargs)
     answer = link.request("callsync", self, args, kwargs, positions, names)
     given = [args[i] for i in positions] + [kwargs[name] for name in names]

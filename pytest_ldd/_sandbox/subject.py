@@ -179,6 +179,10 @@ def _block(fd: int, for_write: bool) -> None:
 class Subject:
     """The subject's side: its handle table, its stand-ins of judge objects, the serving loop."""
 
+    # A judge function called while workspace code handles an exception runs there
+    # inside a handler of that exception (stubs._call): a bare ``raise`` re-raises it.
+    forwards_handling = True
+
     def __init__(self, read_fd: int, write_fd: int) -> None:
         self.table = handles.HandleTable()
         self.stand_ins = stubs.StandIns(self, self.table, may_import=True)

@@ -918,7 +918,14 @@ class Peer:
                     raise WireError(msg)
                 if message[0] == "r":
                     return message[2]
-                raise self._raise_error(message[2])
+                error = self._raise_error(message[2])
+                # Chained where it was raised, not again to what this side handles
+                # now (a test's exception passed to a workspace __exit__).
+                context = error.__context__
+                try:
+                    raise error
+                finally:
+                    error.__context__ = context
 
     def serve_one(self, message: tuple[Any, ...]) -> None:
         """Answer one request of the other side.

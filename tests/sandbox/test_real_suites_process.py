@@ -53,8 +53,8 @@ def _graded(workspace: Path, hidden: Path, monkeypatch: pytest.MonkeyPatch) -> A
 # conftest.py subclasses the workspace's Version, so its run is inconclusive as a whole.
 # Not here: cachetools holds, most of its tests inconclusive, but its run takes three
 # minutes; six held in most runs, but in one the subject process died midway and the
-# tests after it failed; exceptiongroup does not hold (docs/security.md, "What process
-# isolation closes").
+# tests after it failed; exceptiongroup does not hold: three traceback-formatting tests
+# fail (docs/security.md, "What process isolation closes").
 HOLDING = ("iniconfig", "pluggy", "more_itertools", "boltons", "attrs", "semver")
 
 

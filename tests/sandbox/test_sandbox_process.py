@@ -32,7 +32,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import boot, containers, proxies, subject, wire
+from pytest_ldd._sandbox import boot, containers, proxies, stubs, subject, wire
 from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
@@ -1995,6 +1995,78 @@ def test_datetimes_keep_identity_and_tzset_reaches_the_subject(task: SimpleNames
     assert process.passed, process.reason
 
 
+_HANDLERS = """def handle(func, handler):
+    try:
+        func()
+    except ValueError:
+        return handler()
+    return "no error"
+
+
+class Converting:
+    def __enter__(self):
+        return self
+
+    def __exit__(self, etype, exc, tb):
+        if exc is not None:
+            new = RuntimeError("converted")
+            context = new.__context__
+            try:
+                raise new
+            finally:
+                new.__context__ = context
+        return False
+"""
+_HANDLERS_TESTS = """import pytest
+
+import handlers
+
+
+def boom():
+    raise ValueError("boom")
+
+
+def test_a_bare_raise_in_a_handler_reraises_what_the_workspace_handles():
+    def handler():
+        raise
+
+    with pytest.raises(ValueError, match="boom"):
+        handlers.handle(boom, handler)
+
+
+def test_what_a_handler_raises_is_chained_to_it():
+    def handler():
+        raise KeyError("k")
+
+    with pytest.raises(KeyError) as info:
+        handlers.handle(boom, handler)
+    assert isinstance(info.value.__context__, ValueError)
+
+
+def test_an_exit_that_raises_keeps_the_chaining_it_set():
+    with pytest.raises(RuntimeError) as info:
+        with handlers.Converting():
+            raise KeyError("k")
+    assert info.value.__context__ is None
+
+
+def test_a_handler_that_returns():
+    assert handlers.handle(boom, lambda: 42) == 42
+    assert handlers.handle(lambda: None, lambda: 42) == "no error"
+"""
+
+
+def test_a_callback_in_a_workspace_except_clause_handles_its_exception(
+    task: SimpleNamespace,
+) -> None:
+    """exceptiongroup's catch() calls the test's handlers inside its except clause."""
+    _write(task.ws, {"handlers.py": _HANDLERS})
+    _write(task.hidden, {"test_handlers.py": _HANDLERS_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
 _NOISY = """import logging
 
 log = logging.getLogger(__name__)
@@ -2470,11 +2542,11 @@ def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleName
 EXCEPTIONGROUP = Path(__file__).parents[1] / "data" / "suites" / "exceptiongroup"
 
 
-def test_an_identity_check_on_a_crossed_exception_is_a_limit_never_a_failure(
+def test_exceptiongroups_catch_keeps_the_identity_of_what_crosses(
     task: SimpleNamespace,
 ) -> None:
     # exceptiongroup's own test: its catch() runs in the subject, the handler in the
-    # judge, and each exception crossing between them is a copy on the other side.
+    # judge; the exceptions crossing between them come back as the very objects.
     shutil.copytree(EXCEPTIONGROUP / "workspace", task.ws)
     source = (EXCEPTIONGROUP / "hidden" / "tests" / "test_catch.py").read_text()
     start = source.index("def test_handler_raises_subgroup_from_none(")
@@ -2483,9 +2555,28 @@ def test_an_identity_check_on_a_crossed_exception_is_a_limit_never_a_failure(
     _write(task.hidden, {"test_catch.py": header + test})
     assert run_hidden_tests(task.ws, task.hidden, isolation="inprocess").passed
     verdict = run_hidden_tests(task.ws, task.hidden, isolation="process")
-    assert not verdict.tampered
-    assert verdict.inconclusive, verdict.reason
-    assert "crossed between the processes" in verdict.reason
+    assert verdict.passed, verdict.reason
+
+
+def test_a_false_identity_check_on_a_crossed_exception_or_a_stand_ins_type_is_noted() -> None:
+    """The watch the rewritten ``a is b`` calls when it is false (see probes)."""
+    crossed = KeyError("k")
+    limits: list[str] = []
+    doubts: list[str] = []
+    connection = SimpleNamespace(
+        stand_ins=SimpleNamespace(number_of=lambda value: 1 if value is crossed else None),
+        limit=limits.append,
+        doubt=doubts.append,
+    )
+    watch = proxies.identity_watch(connection)  # type: ignore[arg-type]
+    watch(crossed, KeyError("k"))
+    assert limits == [proxies._EXCEPTION_IDENTITY]
+    stand_in_type = type("Thing", (stubs.Proxy,), {})
+    watch(stand_in_type, type(lambda: None))
+    assert doubts == [proxies._TYPE_IDENTITY]
+    watch(int, str)  # neither crossed nor a stand-in's type: nothing
+    watch(1, 2)
+    assert (len(limits), len(doubts)) == (1, 1)
 
 
 # -- which module a name of the workspace imports, in the judge ------------------------
