@@ -263,6 +263,16 @@ def judge(
     for test_id, detail in limits[:_NAMED]:
         found.grader.append(f"{test_id or 'the run'} could not be judged: {detail}")
     not_carried = {i for i in outcomes if i in carried or _base(i) in carried}
+    # A test that failed at a statement its twin, run before it, passed: its outcome
+    # depends on what ran before it (a one-time warning the twin used up), not on the
+    # workspace alone.  Inconclusive, never a pass.
+    for nodeid, line in _order_dependent(suite, log).items():
+        if nodeid in outcomes and nodeid not in not_carried:
+            not_carried.add(nodeid)
+            found.grader.append(
+                f"{nodeid} could not be judged: it failed at line {line}, which its twin,"
+                " run before it, passed: the test depends on what ran before it"
+            )
     failing = {
         i: o
         for i, o in outcomes.items()
@@ -404,6 +414,48 @@ def _judge_run(
         if grader and log.internal_error is not None:
             problem += f": {log.internal_error.strip().splitlines()[-1][:300]}"
         (found.grader if grader else found.failures).append(problem)
+
+
+def _order_dependent(suite: HiddenSuite, log: ChannelLog) -> dict[str, int]:
+    """Failed originals whose twin ran first and passed the statement they failed at.
+
+    A twin that failed as expected (at its final check) ran every statement of its
+    original but the perturbed one, and passed them all.  An original that then failed
+    at one of those statements saw another state than its twin did: what the twin's
+    run left behind.  Returns ``{test id: line}``.
+    """
+    order = {nodeid: index for index, nodeid in enumerate(log.tests)}
+    by_base: dict[str, list[str]] = {}
+    for nodeid in log.tests:
+        by_base.setdefault(_base(nodeid), []).append(nodeid)
+    found: dict[str, int] = {}
+    for twin, original in suite.twins.items():
+        site = suite.original_sites.get(twin)
+        check = suite.twin_lines.get(twin)
+        runs = by_base.get(twin, ())
+        if site is None or check is None or not runs:
+            continue
+        as_expected = all(
+            log.tests[run] == "failed"
+            and (line := log.lines.get(run)) is not None
+            and check[0] <= line <= check[1]
+            for run in runs
+        )
+        if not as_expected:
+            continue
+        first_twin = min(order[run] for run in runs)
+        start, end, site_start, site_end = site
+        for nodeid in by_base.get(original, ()):
+            line = log.lines.get(nodeid)
+            if (
+                log.tests[nodeid] == "failed"
+                and order[nodeid] > first_twin
+                and line is not None
+                and start <= line <= end
+                and not site_start <= line <= site_end
+            ):
+                found[nodeid] = line
+    return found
 
 
 def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> list[str]:

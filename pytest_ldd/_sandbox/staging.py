@@ -68,6 +68,9 @@ class HiddenSuite:
     twin_changes: Mapping[str, str] = field(default_factory=dict)
     # Twin canary id -> the lines of its file where it checks its perturbed assertion.
     twin_lines: Mapping[str, tuple[int, int]] = field(default_factory=dict)
+    # Twin canary id -> its original's first and last line, and those of the statement
+    # the twin perturbed (in the original), where that statement is the test's own.
+    original_sites: Mapping[str, tuple[int, int, int, int]] = field(default_factory=dict)
 
 
 def copy_workspace(
@@ -237,6 +240,7 @@ def stage_hidden(
     twins: dict[str, str] = {}
     changes: dict[str, str] = {}
     lines: dict[str, tuple[int, int]] = {}
+    sites: dict[str, tuple[int, int, int, int]] = {}
     # Every name of the suite's Python files, and every canary's so far: a twin named
     # like a test a class inherits from a mixin in another file would replace it, and
     # the judge knows a canary pytest collected again elsewhere by its name alone.
@@ -271,6 +275,8 @@ def stage_hidden(
             twins[twin_id] = f"{rel}::{twin.of}"
             changes[twin_id] = twin.change
             lines[twin_id] = twin.lines
+            if twin.original[0]:
+                sites[twin_id] = twin.original
         path.write_bytes(source)
     if not must_fail:
         # Every hidden file opts out of collection: the canaries get a file of their own.
@@ -289,6 +295,7 @@ def stage_hidden(
         twins,
         changes,
         lines,
+        sites,
     )
 
 

@@ -124,6 +124,9 @@ class Twin:
     of: str
     change: str
     lines: tuple[int, int] = (0, 0)
+    # The original's first and last line and those of the statement the twin perturbed,
+    # in the same file; zeros where the perturbed statement is in a helper.
+    original: tuple[int, int, int, int] = (0, 0, 0, 0)
 
 
 def _called_name(node: ast.expr) -> str | None:
@@ -1025,6 +1028,8 @@ class _Planted:
     owner: str | None
     twin: Twin | None = None
     site_function: str = ""
+    # Where the twin's perturbed statement is in the original (None: in a helper).
+    path: tuple[tuple[str, int], ...] | None = None
 
 
 def _twin_of(
@@ -1034,8 +1039,17 @@ def _twin_of(
     rng: random.Random,
     draw_name: Callable[[], str],
     draw_word: Callable[[], str],
-) -> tuple[ast.FunctionDef | ast.AsyncFunctionDef, str, ast.FunctionDef | None] | None:
-    """One twin of a test: the copy, its change, and the helper copy it calls (if any)."""
+) -> (
+    tuple[
+        ast.FunctionDef | ast.AsyncFunctionDef,
+        str,
+        ast.FunctionDef | None,
+        tuple[tuple[str, int], ...] | None,
+    ]
+    | None
+):
+    """One twin of a test: the copy, its change, the helper copy it calls (if any), and
+    where its perturbed statement is in the test (None: in the helper)."""
     twin = _copied(original)
     fn = _Function.of(twin, module)
     perturber = _Perturber(fn, module.pool, draw_word)
@@ -1068,7 +1082,7 @@ def _twin_of(
             continue
         if site.helper is None:
             _defer(twin, site.path, rng)
-            return twin, change, None
+            return twin, change, None, tuple(site.path)
         helper_copy = copies[site.helper]
         _defer(helper_copy, site.helper_path, rng)
         helper_copy.name = draw_name().replace("test_", f"{site.helper}_", 1)
@@ -1076,7 +1090,7 @@ def _twin_of(
         assert isinstance(call, ast.Expr)
         assert isinstance(call.value, ast.Call)
         call.value.func = ast.Name(helper_copy.name, ast.Load())
-        return twin, f"{site.helper}() -> {helper_copy.name}(): {change}", helper_copy
+        return twin, f"{site.helper}() -> {helper_copy.name}(): {change}", helper_copy, None
     return None
 
 
@@ -1211,7 +1225,7 @@ def plant_twins(
             made = _twin_of(original, module, {} if owner else helpers, rng, draw_name, draw_word)
             if made is None:
                 break
-            twin, change, helper_copy = made
+            twin, change, helper_copy, path = made
             _fewer_rows(twin, rng, module)
             twin.name = draw_name()
             record = Twin("::".join([*owner, twin.name]), test, change[:200])
@@ -1224,6 +1238,7 @@ def plant_twins(
                     owner[0] if owner else None,
                     record,
                     site_function,
+                    path,
                 )
             )
             if helper_copy is not None:
@@ -1297,8 +1312,25 @@ def _splice(
             lines_range = _check_lines(function)
         except (AttributeError, IndexError, AssertionError):
             return source, []
-        twins.append(Twin(item.twin.name, item.twin.of, item.twin.change, lines_range))
+        original = _original_site(spliced, item)
+        twins.append(Twin(item.twin.name, item.twin.of, item.twin.change, lines_range, original))
     return text, twins
+
+
+def _original_site(tree: ast.Module, item: _Planted) -> tuple[int, int, int, int]:
+    """The original's lines and those of the statement its twin perturbed, in ``tree``."""
+    assert item.twin is not None
+    if item.path is None:
+        return (0, 0, 0, 0)
+    function = _find_function(tree, item.owner, item.twin.of.rpartition("::")[2])
+    try:
+        site = _follow(function, item.path) if function is not None else None
+    except (AttributeError, IndexError, AssertionError):
+        site = None
+    if function is None or site is None:
+        return (0, 0, 0, 0)
+    last = function.end_lineno or function.lineno
+    return function.lineno, last, site.lineno, site.end_lineno or site.lineno
 
 
 def _indent_width(block: bytes) -> int:

@@ -14,8 +14,10 @@ import pytest
 from sandbox_support import write_tree
 from staged_runs import run_staged, twin_report
 
+import pytest_ldd.sandbox
 from pytest_ldd._sandbox.staging import _FALLBACK_WORDS, HiddenSuite, stage_hidden
 from pytest_ldd._sandbox.twins import _copied, plant_twins
+from pytest_ldd.sandbox import run_hidden_tests
 
 CALC = """import math
 
@@ -686,6 +688,64 @@ def test_a_stateful_liar_is_caught_when_the_twin_comes_first(tmp_path: Path) -> 
         if len(seen) == 2:
             break
     assert seen == {True, False}
+
+
+ONCE = """import warnings
+
+_warned = []
+
+
+def legacy():
+    if not _warned:
+        _warned.append(True)
+        warnings.warn("legacy() is deprecated", DeprecationWarning, stacklevel=2)
+    return 42
+"""
+ONCE_TEST = """import warnings
+
+from calc import legacy
+
+
+def test_legacy_warns_the_first_time():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = legacy()
+    assert caught
+    assert value == 42
+"""
+
+
+def test_a_test_that_fails_after_its_twin_used_up_a_one_time_effect_is_inconclusive(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """astor's one-time import warning: with the twin first, the original sees none.
+
+    Never failed for honest code: passed with the twin after, inconclusive before.
+    A workspace that never warns still fails, whichever comes first.
+    """
+    honest = write_tree(tmp_path / "honest", {"calc.py": ONCE})
+    silent = write_tree(tmp_path / "silent", {"calc.py": ONCE.replace("if not _warned", "if 0")})
+    hidden = write_tree(tmp_path / "hidden", {"test_once.py": ONCE_TEST})
+    test_id = "test_once.py::test_legacy_warns_the_first_time"
+    seen: set[str] = set()
+    for seed in range(40):
+        monkeypatch.setattr(pytest_ldd.sandbox.secrets, "randbits", lambda bits, s=seed: s)
+        verdict = run_hidden_tests(honest, hidden)
+        assert not verdict.tampered, verdict.reason
+        if verdict.passed:
+            seen.add("after")
+        else:
+            assert verdict.inconclusive, verdict.reason
+            assert f"{test_id} could not be judged: it failed at line" in verdict.reason
+            assert "its twin, run before it, passed" in verdict.reason
+            seen.add("before")
+            wrong = run_hidden_tests(silent, hidden)
+            assert not wrong.passed
+            assert not wrong.inconclusive, wrong.reason
+            assert wrong.outcomes[test_id] == "failed"
+        if seen == {"before", "after"}:
+            break
+    assert seen == {"before", "after"}
 
 
 def test_a_copied_test_function_is_a_deep_copy_node_for_node() -> None:
