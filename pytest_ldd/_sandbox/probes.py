@@ -156,6 +156,10 @@ def _draw_like(
     value: Any, rng: random.Random, pool: Pool, *, min_distance: float, depth: int
 ) -> Any:
     kind = type(value)
+    if kind is int and value == 1 and min_distance < 1:
+        # A bit's other value: an honest __eq__ may read an int as a bit (pyasn1's
+        # BitString equals (1, 1) and any other all-true tuple), never 1 as 0.
+        return 0
     if kind in (int, float, str, bytes):
         borrowed = _from_pool(value, rng, pool, min_distance)
         if borrowed is not None:
@@ -391,8 +395,15 @@ def _set_like(value: set[Any] | frozenset[Any], rng: random.Random, depth: int) 
         return None
     items: set[Any] = set()
     for item in value:
-        drawn = draw_like(item, rng, depth=depth + 1) if type(item) in _SCALARS else None
-        items.add(item if drawn is None or drawn in value else drawn)
+        new = item
+        # None of the set's own members, nor one drawn already: a set equal in part
+        # to the original would be a look-alike an honest subset check could pass.
+        for _ in range(_DRAW_ATTEMPTS if type(item) in _SCALARS else 0):
+            drawn = draw_like(item, rng, depth=depth + 1)
+            if drawn is not None and drawn not in value and drawn not in items:
+                new = drawn
+                break
+        items.add(new)
     return kind(items) if items != value and len(items) == len(value) else None
 
 

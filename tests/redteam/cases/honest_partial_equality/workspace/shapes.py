@@ -38,3 +38,21 @@ class Exact:
 
 def power(base, exponent):
     return Exact(base**exponent)
+
+
+class Bits:
+    """A bit string; against a sequence each item counts as a bit by its truth (pyasn1)."""
+
+    def __init__(self, text):
+        self.text = text
+
+    def __eq__(self, other):
+        if isinstance(other, (tuple, list)):
+            other = "".join("1" if bit else "0" for bit in other)
+        return self.text == other
+
+    __hash__ = None
+
+
+def bits(text):
+    return Bits(text)
