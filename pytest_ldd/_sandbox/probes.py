@@ -45,7 +45,7 @@ import random
 import string
 import sys
 import types
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from typing import Any
 
 __all__ = [
@@ -322,20 +322,14 @@ def _mapping_like(value: dict[Any, Any], rng: random.Random, pool: Pool, depth: 
     changed: dict[Any, Any] = {}
     originals = [item for item in value.values() if type(item) in _SCALARS]
     for key, item in value.items():
-        new_item = draw_like(item, rng, pool, depth=depth + 1)
         # No value becomes another's: the values of {1: 1, 2: 2} redrawn as 2 and 1
         # would be the same values to a result that compares them alone.
-        for _ in range(_DRAW_ATTEMPTS if type(item) in _SCALARS else 0):
-            if new_item is None or new_item not in originals:
-                break
+        if type(item) in _SCALARS:
+            new_item = _draw_avoiding(item, rng, (originals,), pool, depth + 1)
+        else:
             new_item = draw_like(item, rng, pool, depth=depth + 1)
-        new_key = key
-        for _ in range(_DRAW_ATTEMPTS if type(key) in _SCALARS else 0):
-            drawn = draw_like(key, rng, depth=depth + 1)
-            if drawn is not None and drawn not in value and drawn not in changed:
-                new_key = drawn
-                break
-        changed[new_key] = item if new_item is None else new_item
+        new_key = _draw_avoiding(key, rng, (value, changed), _NO_POOL, depth + 1)
+        changed[key if new_key is None else new_key] = item if new_item is None else new_item
     unchanged = changed.keys() == value.keys() and all(changed[key] is value[key] for key in value)
     return None if unchanged else changed
 
@@ -395,16 +389,22 @@ def _set_like(value: set[Any] | frozenset[Any], rng: random.Random, depth: int) 
         return None
     items: set[Any] = set()
     for item in value:
-        new = item
         # None of the set's own members, nor one drawn already: a set equal in part
         # to the original would be a look-alike an honest subset check could pass.
-        for _ in range(_DRAW_ATTEMPTS if type(item) in _SCALARS else 0):
-            drawn = draw_like(item, rng, depth=depth + 1)
-            if drawn is not None and drawn not in value and drawn not in items:
-                new = drawn
-                break
-        items.add(new)
+        new = _draw_avoiding(item, rng, (value, items), _NO_POOL, depth + 1)
+        items.add(item if new is None else new)
     return kind(items) if items != value and len(items) == len(value) else None
+
+
+def _draw_avoiding(
+    value: Any, rng: random.Random, avoid: Sequence[Container[Any]], pool: Pool, depth: int
+) -> Any:
+    """A look-alike of the scalar ``value`` in none of ``avoid``; None for other values."""
+    for _ in range(_DRAW_ATTEMPTS if type(value) in _SCALARS else 0):
+        drawn = draw_like(value, rng, pool, depth=depth)
+        if drawn is not None and not any(drawn in taken for taken in avoid):
+            return drawn
+    return None
 
 
 # -- which values are the workspace's --------------------------------------------------

@@ -1339,6 +1339,15 @@ def _as_plain_or_inconclusive(task: SimpleNamespace) -> tuple[Verdict, Verdict]:
     return plain, process
 
 
+def _both_pass(task: SimpleNamespace, workspace: dict[str, str], hidden: dict[str, str]) -> None:
+    """Every hidden test passes in both isolations, as under plain pytest."""
+    _write(task.ws, workspace)
+    _write(task.hidden, hidden)
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+
+
 def test_a_test_that_meets_a_limit_thousands_of_times_leaves_room_for_later_ones(
     task: SimpleNamespace,
 ) -> None:
@@ -1848,11 +1857,7 @@ def test_help_exits_zero():
 
 def test_a_cli_reads_the_tests_argv_and_exits_as_in_one_process(task: SimpleNamespace) -> None:
     """sys.argv set by the test reaches the subject; SystemExit reaches pytest.raises."""
-    _write(task.ws, {"tool.py": _CLI})
-    _write(task.hidden, {"test_tool.py": _CLI_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
+    _both_pass(task, {"tool.py": _CLI}, {"test_tool.py": _CLI_TESTS})
 
 
 _ROT = """import codecs
@@ -1906,11 +1911,7 @@ def test_an_unknown_codec_is_still_unknown():
 
 def test_a_codec_the_workspace_registers_is_found_by_the_tests(task: SimpleNamespace) -> None:
     """idna's `import idna.codec` registers 'idna2008' in the subject; the test encodes."""
-    _write(task.ws, {"rot.py": _ROT})
-    _write(task.hidden, {"test_rot.py": _ROT_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
+    _both_pass(task, {"rot.py": _ROT}, {"test_rot.py": _ROT_TESTS})
 
 
 _ZONES = """import datetime as dt
@@ -1988,11 +1989,7 @@ def test_tzset_reaches_the_workspace(monkeypatch):
 
 def test_datetimes_keep_identity_and_tzset_reaches_the_subject(task: SimpleNamespace) -> None:
     """dateutil's `resolve_imaginary(dt) is dt` and its tzlocal tests (TZ, time.tzset())."""
-    _write(task.ws, {"zones.py": _ZONES})
-    _write(task.hidden, {"test_zones.py": _ZONES_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
+    _both_pass(task, {"zones.py": _ZONES}, {"test_zones.py": _ZONES_TESTS})
 
 
 _HANDLERS = """def handle(func, handler):
@@ -2060,11 +2057,7 @@ def test_a_callback_in_a_workspace_except_clause_handles_its_exception(
     task: SimpleNamespace,
 ) -> None:
     """exceptiongroup's catch() calls the test's handlers inside its except clause."""
-    _write(task.ws, {"handlers.py": _HANDLERS})
-    _write(task.hidden, {"test_handlers.py": _HANDLERS_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
+    _both_pass(task, {"handlers.py": _HANDLERS}, {"test_handlers.py": _HANDLERS_TESTS})
 
 
 _NOISY = """import logging
@@ -2138,11 +2131,7 @@ def test_disabled_logging_records_nothing(caplog):
 
 def test_what_workspace_loggers_log_reaches_caplog(task: SimpleNamespace) -> None:
     """Levels set by the test reach the subject; its records reach the test's handlers."""
-    _write(task.ws, {"noisy.py": _NOISY})
-    _write(task.hidden, {"test_noisy.py": _NOISY_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
+    _both_pass(task, {"noisy.py": _NOISY}, {"test_noisy.py": _NOISY_TESTS})
 
 
 @pytest.mark.parametrize(
