@@ -416,6 +416,14 @@ def _judge_run(
         (found.grader if grader else found.failures).append(problem)
 
 
+def _runs_by_test(log: ChannelLog) -> dict[str, list[str]]:
+    """Each test's reported ids (its parameter sets), in the order they ran."""
+    by_base: dict[str, list[str]] = {}
+    for nodeid in log.tests:
+        by_base.setdefault(_base(nodeid), []).append(nodeid)
+    return by_base
+
+
 def _order_dependent(suite: HiddenSuite, log: ChannelLog) -> dict[str, int]:
     """Failed originals whose twin ran first and passed the statement they failed at.
 
@@ -425,9 +433,7 @@ def _order_dependent(suite: HiddenSuite, log: ChannelLog) -> dict[str, int]:
     run left behind.  Returns ``{test id: line}``.
     """
     order = {nodeid: index for index, nodeid in enumerate(log.tests)}
-    by_base: dict[str, list[str]] = {}
-    for nodeid in log.tests:
-        by_base.setdefault(_base(nodeid), []).append(nodeid)
+    by_base = _runs_by_test(log)
     found: dict[str, int] = {}
     for twin, original in suite.twins.items():
         site = suite.original_sites.get(twin)
@@ -465,9 +471,7 @@ def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> list[
     passed next to an original that did not is a wrong workspace that produced the
     perturbed value: those are returned, for the reason to name them.
     """
-    by_base: dict[str, list[str]] = {}
-    for nodeid in log.tests:
-        by_base.setdefault(_base(nodeid), []).append(nodeid)
+    by_base = _runs_by_test(log)
     manipulated: list[str] = []
     matched: list[str] = []
     # A twin, or its original, that met a limit of the isolation proves nothing: what

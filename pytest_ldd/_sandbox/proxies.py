@@ -36,6 +36,7 @@ import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
+import logging
 import os
 import sys
 import threading
@@ -847,11 +848,11 @@ def forward_tzset(connection: Connection) -> None:
     if real is None:  # not on this platform
         return
     real = getattr(real, "_ldd_real", real)
-    _TZSET_SOURCE[:] = [weakref.ref(connection)]
+    _RUN[:] = [weakref.ref(connection)]
 
     def tzset() -> None:
         real()
-        source = _TZSET_SOURCE[0]() if _TZSET_SOURCE else None
+        source = _run_connection()
         if source is not None:
             source.tzset = True
 
@@ -859,11 +860,14 @@ def forward_tzset(connection: Connection) -> None:
     time.tzset = tzset
 
 
-_TZSET_SOURCE: list[weakref.ref[Connection]] = []
+# The connection of the run: its subject answers the judge's codec searches, and is
+# told of the tests' time.tzset() (see forward_codecs, forward_tzset).
+_RUN: list[weakref.ref[Connection]] = []
+_CODECS_SEARCHED: list[bool] = []
 
 
-# The connection whose subject answers the judge's codec searches (see forward_codecs).
-_CODEC_SOURCE: list[weakref.ref[Connection]] = []
+def _run_connection() -> Connection | None:
+    return _RUN[0]() if _RUN else None
 
 
 def forward_codecs(connection: Connection) -> None:
@@ -875,16 +879,16 @@ def forward_codecs(connection: Connection) -> None:
     """
     import codecs
 
-    first = not _CODEC_SOURCE
-    _CODEC_SOURCE[:] = [weakref.ref(connection)]
-    if first:
+    _RUN[:] = [weakref.ref(connection)]
+    if not _CODECS_SEARCHED:
+        _CODECS_SEARCHED.append(True)
         codecs.register(_subject_codec)
 
 
 def _subject_codec(name: str) -> Any:
     import codecs
 
-    connection = _CODEC_SOURCE[0]() if _CODEC_SOURCE else None
+    connection = _run_connection()
     if connection is None or not connection.started or connection.broken is not None:
         return None
     try:
@@ -923,8 +927,6 @@ class LoggingSync:
     """
 
     def __init__(self, connection: Connection) -> None:
-        import logging
-
         self.connection = connection
         manager = logging.Logger.manager
         self.pending: dict[str, int] = {"": logging.getLogger().level}
@@ -939,8 +941,6 @@ class LoggingSync:
         self.pending[name] = level
 
     def before_send(self) -> None:
-        import logging
-
         disabled = logging.Logger.manager.disable
         if not self.pending and disabled == self.disabled:
             return
@@ -954,8 +954,6 @@ _LEVEL_WATCHERS: list[weakref.ref[LoggingSync]] = []
 
 def _watch_levels() -> None:
     """Wrap ``logging.Logger.setLevel`` once: each level set is told to the watchers."""
-    import logging
-
     if getattr(logging.Logger.setLevel, "_ldd_watched", False):
         return
     set_level = logging.Logger.setLevel
@@ -976,8 +974,6 @@ def _watch_levels() -> None:
 
 # What a forwarded record may not set: LogRecord's methods and private attributes.
 def _record_field(name: Any) -> bool:
-    import logging
-
     return (
         type(name) is str
         and name.isidentifier()
@@ -993,8 +989,6 @@ def _logged(fields: Any) -> None:
     judge's handlers (pytest's ``caplog``, the report's captured log) format it without
     a word to the subject.
     """
-    import logging
-
     plain = (str, int, float, bool, type(None))
     if type(fields) is not dict or type(fields.get("name")) is not str:
         return

@@ -373,6 +373,11 @@ _FLUSH_CHARS = 4 * 1024 * 1024
 _MAX_WARNINGS = 10_000
 
 
+def _full(outbox: list[tuple[int, Any]], stream: int, most: int) -> bool:
+    """Whether ``outbox`` holds ``most`` messages of ``stream`` (counted only past that)."""
+    return len(outbox) >= most and sum(1 for s, _ in outbox if s == stream) >= most
+
+
 def _forward_warnings(peer: Any) -> None:
     """Every warning the workspace issues goes to the judge, whose filters decide."""
     import warnings
@@ -387,7 +392,7 @@ def _forward_warnings(peer: Any) -> None:
         file: Any = None,
         line: str | None = None,
     ) -> None:
-        if sum(1 for s, _ in peer.outbox if s == 3) < _MAX_WARNINGS:
+        if not _full(peer.outbox, 3, _MAX_WARNINGS):
             peer.outbox.append((3, (category, str(message), str(filename), int(lineno))))
 
     warnings.showwarning = showwarning
@@ -414,7 +419,7 @@ def _forward_logging(peer: Any) -> None:
 
     class Forward(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if sum(1 for s, _ in peer.outbox if s == 11) >= _MAX_RECORDS:
+            if _full(peer.outbox, 11, _MAX_RECORDS):
                 return
             fields: dict[str, Any] = {
                 name: value
