@@ -1,13 +1,13 @@
 """The judge process of ``isolation="process"``: pytest on the hidden tests, no workspace code.
 
 The parent copies this file beside ``runner.py`` and the modules of process isolation
-(``wire``, ``handles``, ``stubs``, ``calls``, ``boot``, ``proxies``, ``subject``) and
-runs it as ``python -s -B -X utf8 judge_runner.py`` (``isolation.JUDGE_FLAGS``: no
-``-I``, so that the PYTHONHASHSEED it shares with the subject applies) with this
-interpreter (the ``python=`` wrapper applies to the subject alone).  It reads its
-settings from standard input as the in-process runner does, applies the same limits
-and environment scrubbing, and reports through the same authenticated channel
-(``runner.Channel`` and ``runner.Reporter``).  Then it
+(``wire``, ``handles``, ``stubs``, ``calls``, ``boot``, ``sync``, ``watching``,
+``proxies``, ``subject``) and runs it as ``python -s -B -X utf8 judge_runner.py``
+(``isolation.JUDGE_FLAGS``: no ``-I``, so that the PYTHONHASHSEED it shares with the
+subject applies) with this interpreter (the ``python=`` wrapper applies to the
+subject alone).  It reads its settings from standard input as the in-process runner
+does, applies the same limits and environment scrubbing, and reports through the
+same authenticated channel (``runner.Channel`` and ``runner.Reporter``).  Then it
 
 1. checks every module file of the staged hidden tests as it is imported, from the
    bytes that get compiled (``integrity.py``), never reads bytecode from the run's
@@ -40,7 +40,10 @@ from typing import Any
 
 _HERE = Path(__file__).resolve().parent
 # The modules of process isolation, in the order they load (each may use the earlier).
-_JUDGE_MODULES = ("wire", "containers", "handles", "stubs", "calls", "boot", "rng", "proxies")
+_JUDGE_MODULES = (
+    "wire", "containers", "handles", "stubs", "calls", "boot", "rng", "sync", "watching",
+    "proxies",
+)  # fmt: skip
 # What a zygote loaded once (see :func:`warm_up`): the judge's modules by their names
 # in ``sys.modules`` and, under "sources", the subject's files.  Empty in a cold judge.
 _WARM: dict[str, Any] = {}

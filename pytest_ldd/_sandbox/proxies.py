@@ -14,7 +14,10 @@ A :class:`Connection` is one conversation with one subject.  It is made of
 :class:`calls.Calls` (requests, answers and errors on the wire), and it adds what is
 the judge's alone: the lock that keeps one request in flight, the policy of what the
 subject may do with the judge's objects (:class:`JudgePolicy`), and the record of
-failures and limits the guard plugin turns into outcomes.
+failures and limits the guard plugin turns into outcomes.  The state one process
+would share between the tests and the workspace (the environment, the loggers,
+``random``) is kept alike by :mod:`sync`; what the tests change on the judge's side
+only is noted by :mod:`watching`.
 
 Judge objects handed to workspace code -- callables, generators and iterators,
 instances of the tests' classes, mocks, exceptions -- cross as handles the subject
@@ -36,7 +39,6 @@ import builtins
 import importlib
 import importlib.abc
 import importlib.machinery
-import logging
 import os
 import sys
 import threading
@@ -48,7 +50,7 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from pytest_ldd._sandbox import boot, calls, handles, rng, stubs, wire
+    from pytest_ldd._sandbox import boot, calls, handles, stubs, sync, watching, wire
 else:
 
     def _sibling(name: str) -> Any:
@@ -56,8 +58,8 @@ else:
             f"pytest_ldd._sandbox.{name}"
         )
 
-    wire, handles, stubs, calls, boot, rng = map(
-        _sibling, ("wire", "handles", "stubs", "calls", "boot", "rng")
+    wire, handles, stubs, calls, boot, sync, watching = map(
+        _sibling, ("wire", "handles", "stubs", "calls", "boot", "sync", "watching")
     )
 
 IsolationError = calls.IsolationError
@@ -527,7 +529,7 @@ class Connection:
         self.table = handles.HandleTable()
         self.stand_ins = JudgeStandIns(self, self.table, may_import=False)
         self.drains = stubs.Drains(self)
-        self.random = RandomSync(self)
+        self.random = sync.RandomSync(self)
         self.policy = JudgePolicy(self.limit)
         self.calls = calls.Calls(
             own=b"J",
@@ -543,8 +545,8 @@ class Connection:
             lock=self.lock,
         )
         self.calls.on_error = self._raised
-        self.environment = EnvironmentSync(self)
-        self.logging = LoggingSync(self)
+        self.environment = sync.EnvironmentSync(self)
+        self.logging = sync.LoggingSync(self)
         self.told_argv: tuple[Any, list[str]] = (None, [])
         # sys.stdin as the running test found it (see isolation_guard), else None.
         self.stdin: Any = None
@@ -658,7 +660,7 @@ class Connection:
             self._note_suite_paths(args)
         if self.stdin is not None and sys.stdin is not self.stdin:
             # Workspace code reads the subject's standard input, not the test's.
-            _note_judge_side("sys.stdin")
+            watching.note_judge_side("sys.stdin")
         try:
             return self.calls.request(op, args)
         except wire.CannotCross as exc:
@@ -786,9 +788,9 @@ class Connection:
         elif stream == 7:
             self.random.said()
         elif stream == 11:
-            _logged(payload)
+            sync.logged(payload)
         elif stream not in (9, 10, 12, 13):  # the judge says these, never the subject
-            _printed(stream, payload)
+            sync.printed(stream, payload)
 
     def end_of_test(self) -> None:
         """Forget what only the test that ended could still hold (its limits are reported)."""
@@ -806,265 +808,6 @@ class Connection:
         self.table.sweep()
 
 
-class EnvironmentSync:
-    """``os.environ`` as the hidden tests set it, in the subject too.
-
-    A test that sets a variable (``monkeypatch.setenv``) and then calls workspace code
-    that reads it must see it read, as in one process.  Before each message, the
-    judge compares its environment with the one it last told the subject about (a
-    dict comparison of a few dozen entries) and sends what changed as
-    ``("o", 10, {name: value or None})``.  Changes the workspace makes stay in the
-    subject: the judge never takes its environment from the process under test.
-    """
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-        self.told = dict(_environ_data())
-
-    def before_send(self) -> None:
-        now = _environ_data()
-        if now == self.told:
-            return
-        changed: dict[str, str | None] = {}
-        for key in self.told.keys() - now.keys():
-            changed[os.fsdecode(key)] = None
-        for key, value in now.items():
-            if self.told.get(key) != value:
-                changed[os.fsdecode(key)] = os.fsdecode(value)
-        self.told = dict(now)
-        self.connection.peer.outbox.append((10, changed))
-
-
-def forward_tzset(connection: Connection) -> None:
-    """``time.tzset()`` called by the tests is called in the subject too, after ``TZ``.
-
-    dateutil's ``tzlocal`` tests set ``TZ`` and call ``time.tzset()``: the environment
-    crosses before each message, and the C library's zone is read again there only
-    when the subject calls ``tzset`` as well.
-    """
-    import time
-
-    real = getattr(time, "tzset", None)
-    if real is None:  # not on this platform
-        return
-    real = getattr(real, "_ldd_real", real)
-    _RUN[:] = [weakref.ref(connection)]
-
-    def tzset() -> None:
-        real()
-        source = _run_connection()
-        if source is not None:
-            source.tzset = True
-
-    tzset._ldd_real = real  # type: ignore[attr-defined]
-    time.tzset = tzset
-
-
-# The connection of the run: its subject answers the judge's codec searches, and is
-# told of the tests' time.tzset() (see forward_codecs, forward_tzset).
-_RUN: list[weakref.ref[Connection]] = []
-_CODECS_SEARCHED: list[bool] = []
-
-
-def _run_connection() -> Connection | None:
-    return _RUN[0]() if _RUN else None
-
-
-def forward_codecs(connection: Connection) -> None:
-    """Codecs the workspace registers (``import idna.codec``) are found by the judge too.
-
-    A search function registered once, last, asks the subject for a name the judge's
-    own searches did not know; its answer's functions and classes are stand-ins, so
-    ``"x".encode("idna2008")`` in a test runs the workspace's codec, as in one process.
-    """
-    import codecs
-
-    _RUN[:] = [weakref.ref(connection)]
-    if not _CODECS_SEARCHED:
-        _CODECS_SEARCHED.append(True)
-        codecs.register(_subject_codec)
-
-
-def _subject_codec(name: str) -> Any:
-    import codecs
-
-    connection = _run_connection()
-    if connection is None or not connection.started or connection.broken is not None:
-        return None
-    try:
-        found = connection.request("codec", name)
-    except Exception:  # a codec the subject cannot give is no codec
-        return None
-    if type(found) is not tuple or len(found) != 8 or type(found[0]) is not str:
-        return None
-    codec, encode, decode, incremental_encoder, incremental_decoder, reader, writer, text = found
-    if not (callable(encode) and callable(decode)):
-        return None
-
-    def decoded(data: Any, errors: str = "strict") -> Any:
-        # bytes.decode hands the codec a memoryview, which crosses as its bytes.
-        return decode(bytes(data) if isinstance(data, memoryview) else data, errors)
-
-    return codecs.CodecInfo(
-        encode,
-        decoded,
-        reader,
-        writer,
-        incremental_encoder,
-        incremental_decoder,
-        name=codec,
-        _is_text_encoding=text is True,
-    )
-
-
-class LoggingSync:
-    """The judge's logger levels, in the subject too: ``caplog.set_level`` reaches it.
-
-    Each ``Logger.setLevel`` of the judge is noted and, before the next message, sent
-    as ``("o", 12, {"levels": {name: level}, "disable": n})`` (``""``: the root), with
-    ``logging.disable``'s level when it changed.  The subject forwards every record its
-    loggers handle (stream 11, :func:`_logged`).
-    """
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-        manager = logging.Logger.manager
-        self.pending: dict[str, int] = {"": logging.getLogger().level}
-        for name, logger in list(manager.loggerDict.items()):
-            if isinstance(logger, logging.Logger) and logger.level:
-                self.pending[name] = logger.level
-        self.disabled = 0
-        _LEVEL_WATCHERS.append(weakref.ref(self))
-        _watch_levels()
-
-    def noted(self, name: str, level: int) -> None:
-        self.pending[name] = level
-
-    def before_send(self) -> None:
-        disabled = logging.Logger.manager.disable
-        if not self.pending and disabled == self.disabled:
-            return
-        payload = {"levels": self.pending, "disable": disabled}
-        self.pending, self.disabled = {}, disabled
-        self.connection.peer.outbox.append((12, payload))
-
-
-_LEVEL_WATCHERS: list[weakref.ref[LoggingSync]] = []
-
-
-def _watch_levels() -> None:
-    """Wrap ``logging.Logger.setLevel`` once: each level set is told to the watchers."""
-    if getattr(logging.Logger.setLevel, "_ldd_watched", False):
-        return
-    set_level = logging.Logger.setLevel
-
-    def watched(self: logging.Logger, level: Any) -> None:
-        set_level(self, level)
-        name = "" if self is logging.getLogger() else self.name
-        for ref in list(_LEVEL_WATCHERS):
-            sync = ref()
-            if sync is None:
-                _LEVEL_WATCHERS.remove(ref)
-            else:
-                sync.noted(name, self.level)
-
-    watched._ldd_watched = True  # type: ignore[attr-defined]
-    logging.Logger.setLevel = watched  # type: ignore[method-assign]
-
-
-# What a forwarded record may not set: LogRecord's methods and private attributes.
-def _record_field(name: Any) -> bool:
-    return (
-        type(name) is str
-        and name.isidentifier()
-        and not name.startswith("_")
-        and not callable(getattr(logging.LogRecord, name, None))
-    )
-
-
-def _logged(fields: Any) -> None:
-    """A record a workspace logger handled in the subject, handled by the judge's logger.
-
-    Its fields are plain values (checked here: the subject is not trusted), so the
-    judge's handlers (pytest's ``caplog``, the report's captured log) format it without
-    a word to the subject.
-    """
-    plain = (str, int, float, bool, type(None))
-    if type(fields) is not dict or type(fields.get("name")) is not str:
-        return
-    record: dict[str, Any] = {}
-    for name, value in list(fields.items())[:_RECORD_FIELDS]:
-        if not _record_field(name):
-            continue
-        if name == "args":
-            items = value.values() if type(value) is dict else value
-            shaped = type(value) in (tuple, dict)
-            record[name] = value if shaped and all(type(v) in plain for v in items) else None
-        elif type(value) in plain:
-            record[name] = value
-    if type(record.get("levelno")) is not int or type(record.get("msg")) is not str:
-        return
-    record.setdefault("levelname", logging.getLevelName(record["levelno"]))
-    logging.getLogger(record["name"] or None).handle(logging.makeLogRecord(record))
-
-
-_RECORD_FIELDS = 96
-
-
-def _environ_data() -> dict[Any, Any]:
-    # The mapping os.environ keeps its encoded entries in: compared without a copy.
-    data = getattr(os.environ, "_data", None)
-    return data if type(data) is dict else dict(os.environ)
-
-
-class RandomSync:
-    """The judge's side of :mod:`rng`: its global generator, in step with the subject's.
-
-    In play once a test seeds it.  Before each message, the judge sends its state if
-    it drew since; before it draws, it takes the subject's state if the subject said
-    it drew since.
-    """
-
-    def __init__(self, connection: Connection) -> None:
-        self.connection = connection
-        self.tracked: Any = None
-        self.in_play = False
-        self.subject_ahead = False
-
-    def install(self) -> None:
-        """Track the judge's ``random`` from now on (before the hidden tests import it)."""
-        self.tracked = rng.install()
-        self.tracked.on_seed = self._seeded
-        self.tracked.before_draw = self._before_draw
-
-    def _seeded(self) -> None:
-        self.in_play = True
-        self.subject_ahead = False
-        self.tracked.drew = True  # the new state is the subject's to take
-
-    def _before_draw(self) -> None:
-        if self.subject_ahead:
-            self.subject_ahead = False
-            self.taken(self.connection.request("getrandom"))
-
-    def taken(self, state: Any) -> None:
-        try:
-            self.tracked.quiet_set(state)
-        except (TypeError, ValueError) as exc:
-            reason = self.connection._break(f"a malformed random state ({exc})")
-            raise SubjectError(f"process isolation: {reason}") from None
-
-    def before_send(self) -> None:
-        if self.in_play and self.tracked is not None and self.tracked.drew:
-            self.tracked.drew = False
-            self.connection.peer.outbox.append((7, self.tracked.quiet_state()))
-
-    def said(self) -> None:
-        """The subject drew since: take its state before the next draw here."""
-        if self.in_play:
-            self.subject_ahead = True
-
-
 class JudgeStandIns(stubs.StandIns):
     """The judge's stand-ins: the subject's modules too, as :class:`ProxyModule`."""
 
@@ -1075,27 +818,6 @@ class JudgeStandIns(stubs.StandIns):
         module = ProxyModule(extra[0], number, extra[1] is True, self.link)
         self.table.keep(number, module, forever=True)
         return module
-
-
-def _printed(stream: int, payload: Any) -> None:
-    """What workspace code printed or warned, issued here as the test's own would be.
-
-    Printed text goes where the test's prints go (pytest's capture), a warning through
-    ``warnings.warn_explicit`` (so ``pytest.warns`` and the warning filters see it).
-    """
-    if stream != 3:
-        (sys.stdout if stream == 1 else sys.stderr).write(payload)
-        return
-    import warnings
-
-    category, text, filename, lineno = payload
-    if not (isinstance(category, type) and issubclass(category, Warning)):
-        category = UserWarning
-    if type(text) is not str or type(filename) is not str or type(lineno) is not int:
-        msg = "a malformed warning"
-        raise wire.WireError(msg)
-    # Made here, as data: calling a mirrored class would construct at its owner.
-    warnings.warn_explicit(type.__call__(category, text), category, filename, lineno)
 
 
 # -- modules -------------------------------------------------------------------------
@@ -1170,7 +892,7 @@ class ProxyModule(types.ModuleType):
     def __setattr__(self, name: str, value: Any) -> None:
         if name in _LOCAL:
             object.__setattr__(self, name, value)
-            _note_local(self, name)
+            watching.note_local(self, name)
         else:
             self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
             self._ldd_link.request("setattr", self, name, value)
@@ -1178,7 +900,7 @@ class ProxyModule(types.ModuleType):
     def __delattr__(self, name: str) -> None:
         if name in _LOCAL:
             object.__delattr__(self, name)
-            _note_local(self, name)
+            watching.note_local(self, name)
         else:
             self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
             self._ldd_link.request("delattr", self, name)
@@ -1293,231 +1015,11 @@ def _shallow(args: tuple[Any, ...]) -> Iterator[Any]:
 
 
 _SHALLOW_ITEMS = 256
-# What the subject takes from the judge before each message: patching it is no limit.
-_SYNCED = frozenset(("sys.argv",))
 
 
-def _judge_side(obj: Any, suite: str) -> str | None:
-    """``module`` or ``module.Class`` when ``obj`` is one of the judge's own, else None.
-
-    A module or class the judge imported (``os``, ``sys``, ``platform``, an installed
-    library's) and not a file of the hidden tests: patching it changes the judge's
-    copy only, which workspace code in the subject never sees.
-    """
-    if isinstance(obj, ProxyModule) or is_stand_in(obj):
-        return None
-    if isinstance(obj, types.ModuleType):
-        module: Any = obj
-        name = module.__name__
-    elif isinstance(obj, type):
-        module = sys.modules.get(getattr(obj, "__module__", None) or "")
-        name = f"{obj.__module__}.{obj.__qualname__}"
-        if module is None:
-            return None
-    else:
-        return _held_by_stdlib(obj)
-    origin = getattr(module, "__file__", None)
-    if isinstance(origin, str) and os.path.realpath(origin).startswith(suite):
-        return None
-    return str(name)
-
-
-def _held_by_stdlib(obj: Any) -> str | None:
-    """``module.name`` when a loaded standard-library module holds ``obj``.
-
-    ``sys.implementation``: an object of the judge, though neither module nor class.
-    """
-    names: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
-    for module_name in sorted(names & sys.modules.keys()):
-        module = sys.modules.get(module_name)
-        if not isinstance(module, types.ModuleType):
-            continue
-        for attribute, value in list(vars(module).items()):
-            if value is obj:
-                return f"{module_name}.{attribute}"
-    return None
-
-
-def watch_patches(pytest: Any, root: str) -> list[str]:
-    """Note each ``monkeypatch``/``mock.patch`` of a judge-side module or class.
-
-    ``root``: the hidden tests' folder, ending in a separator.  Returns the list the
-    notes go to (``module.name``), which the isolation guard reads and clears per
-    test: a test that failed after patching the judge's copy of something
-    (``monkeypatch.setattr(sys, "version_info", ...)``) met a limit of the
-    isolation, since the workspace's code reads the subject's own.
-    """
-    patched: list[str] = []
-
-    def note(obj: Any, attribute: Any) -> None:
-        where = _judge_side(obj, root)
-        name = f"{where}.{attribute}"
-        if where is not None and name not in _SYNCED and len(patched) < _LIMITS_PER_TEST:
-            patched.append(name)
-
-    def note_item(mapping: Any, key: Any) -> None:
-        if mapping is sys.modules and len(patched) < _LIMITS_PER_TEST:
-            patched.append(f"sys.modules[{key!r}]")
-
-    def watched(method: Callable[..., Any], log: str, noted: Callable[[Any, Any], None]) -> Any:
-        """``method``, noting what it adds to the MonkeyPatch's undo list ``log``."""
-
-        def call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            before = len(getattr(self, log))
-            result = method(self, *args, **kwargs)
-            for target, name, _ in getattr(self, log)[before:]:
-                noted(target, name)
-            return result
-
-        return call
-
-    monkeypatch = pytest.MonkeyPatch
-    sample = monkeypatch()
-    for log, methods, noted in (
-        ("_setattr", ("setattr", "delattr"), note),
-        ("_setitem", ("setitem", "delitem"), note_item),
-    ):
-        if isinstance(getattr(sample, log, None), list):
-            for name in methods:
-                setattr(monkeypatch, name, watched(getattr(monkeypatch, name), log, noted))
-    import unittest.mock
-
-    enter = unittest.mock._patch.__enter__
-
-    def entered(self: Any) -> Any:
-        result = enter(self)
-        note(getattr(self, "target", None), getattr(self, "attribute", "?"))
-        return result
-
-    unittest.mock._patch.__enter__ = entered  # type: ignore[method-assign]
-    dict_patcher: Any = unittest.mock._patch_dict
-    patch_dict = dict_patcher._patch_dict
-
-    def patched_dict(self: Any) -> None:
-        patch_dict(self)
-        if self.in_dict is sys.modules and len(patched) < _LIMITS_PER_TEST:
-            patched.append("sys.modules (mock.patch.dict)")
-
-    dict_patcher._patch_dict = patched_dict
-    _watch_module_assignments(patched)
-    return patched
-
-
-class _WatchedModule(types.ModuleType):
-    """A standard-library module of the judge whose attribute assignments are noted.
-
-    ``time.time = fake`` (freezegun, pyfakefs, a test's own ``try``/``finally``) changes
-    the judge's module only.  Assignments made by pytest, pluggy, the standard library
-    itself (``warnings.catch_warnings``) and this sandbox are the judge's own business.
-    """
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        _note_assignment(self, name)
-        super().__setattr__(name, value)
-
-    def __delattr__(self, name: str) -> None:
-        _note_assignment(self, name)
-        super().__delattr__(name)
-
-
-# Named as the type it stands for wherever a test or a message shows it.
-_WatchedModule.__name__ = _WatchedModule.__qualname__ = "module"
-_WatchedModule.__module__ = "builtins"
-
-
-# Where _WatchedModule's notes go (the isolation guard's list), and, per code file,
-# whether its assignments are the judge's own business (see _judges_own).
-_ASSIGNMENTS: list[list[str]] = []
-_JUDGES_OWN: dict[str, bool] = {}
-_JUDGE_FOLDERS: list[tuple[str, ...]] = []
-_WATCHED: set[int] = set()
-
-
-def _note_assignment(module: types.ModuleType, name: str) -> None:
-    if not _ASSIGNMENTS or len(_ASSIGNMENTS[0]) >= _LIMITS_PER_TEST:
-        return
-    if id(module) not in _WATCHED:  # made as type(os)(name): not a watched module
-        return
-    caller = sys._getframe(2).f_code.co_filename
-    own = _JUDGES_OWN.get(caller)
-    if own is None:
-        own = _JUDGES_OWN[caller] = _judges_own(caller)
-    if not own:
-        _note_judge_side(f"{module.__name__}.{name}")
-
-
-def _note_judge_side(name: str) -> None:
-    """Note, for the running test, that it changed ``name`` on the judge's side only."""
-    if _ASSIGNMENTS and len(_ASSIGNMENTS[0]) < _LIMITS_PER_TEST:
-        _ASSIGNMENTS[0].append(name)
-
-
-def _note_local(module: ProxyModule, name: str) -> None:
-    """A test set ``__spec__`` (or its kin) of a workspace module: the judge's copy only."""
-    try:
-        imported = object.__getattribute__(module, "_ldd_imported")
-    except AttributeError:
-        return  # the import system setting up the module
-    if imported:
-        _note_judge_side(f"copy of the workspace's {module.__name__}.{name}")
-
-
-def _judges_own(filename: str) -> bool:
-    """Whether code of ``filename`` is pytest's, pluggy's, this sandbox's or the stdlib's.
-
-    Installed libraries (freezegun) may live inside the standard library's folder
-    (``site-packages``): they are not the standard library.
-    """
-    if not _JUDGE_FOLDERS:
-        return True
-    ours, installed, stdlib = _JUDGE_FOLDERS
-    return filename.startswith(ours) or (
-        filename.startswith(stdlib) and not filename.startswith(installed)
-    )
-
-
-def _judge_folders() -> list[tuple[str, ...]]:
-    import sysconfig
-
-    import _pytest
-    import pluggy
-
-    def folders(*paths: str) -> tuple[str, ...]:
-        # As code objects name their files, and as the links resolve.
-        named = {os.path.join(os.path.abspath(path), "") for path in paths}
-        return tuple(named | {os.path.join(os.path.realpath(path), "") for path in paths})
-
-    paths = sysconfig.get_paths()
-    ours = (_pytest.__file__, pluggy.__file__, os.path.abspath(__file__))
-    return [
-        folders(*(os.path.dirname(path) for path in ours)),
-        folders(paths["purelib"], paths["platlib"]),
-        folders(paths["stdlib"], paths["platstdlib"]),
-    ]
-
-
-def _watch_module_assignments(patched: list[str]) -> None:
-    """Note, in ``patched``, assignments to the judge's standard-library modules."""
-    _ASSIGNMENTS[:] = [patched]
-    _JUDGE_FOLDERS[:] = _judge_folders()
-    watch_new_modules()
-
-
-def watch_new_modules() -> None:
-    """Watch the standard-library modules loaded since the last call (cheap per test).
-
-    Not ``sys``: the import system makes every new module as ``type(sys)(name)``.
-    Not a module of that name from another folder (the hidden tests' ``types.py``).
-    """
-    names: frozenset[str] = getattr(sys, "stdlib_module_names", frozenset())
-    for name in (names & sys.modules.keys()) - {"sys"}:
-        module = sys.modules.get(name)
-        if type(module) is not types.ModuleType:
-            continue
-        origin = getattr(module, "__file__", None)
-        if origin is None or _judges_own(origin):
-            module.__class__ = _WatchedModule
-            _WATCHED.add(id(module))
+def _of_workspace(value: Any) -> bool:
+    """Whether ``value`` is a workspace module or stands for a workspace object."""
+    return isinstance(value, ProxyModule) or is_stand_in(value)
 
 
 def isolation_guard(
@@ -1532,11 +1034,11 @@ def isolation_guard(
     tests' folder, whose own modules are not the judge's).
     """
     patched: list[str] = []
-    forward_tzset(connection)
-    forward_codecs(connection)
+    sync.forward_tzset(connection)
+    sync.forward_codecs(connection)
     if suite is not None:
         connection.suite_root = os.path.join(os.path.realpath(suite), "")
-        patched = watch_patches(pytest, connection.suite_root)
+        patched = watching.watch_patches(pytest, connection.suite_root, _of_workspace)
 
     class IsolationGuard:
         def __init__(self) -> None:
@@ -1572,7 +1074,7 @@ def isolation_guard(
             connection.doubts.clear()
             connection.stdin = sys.stdin
             if suite is not None:
-                watch_new_modules()
+                watching.watch_new_modules()
 
         @pytest.hookimpl(hookwrapper=True)  # type: ignore[untyped-decorator]
         def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:

@@ -7,6 +7,7 @@ per-test outcomes.  The attacks are in tests/redteam/test_redteam_process.py.
 
 from __future__ import annotations
 
+import ast
 import collections
 import contextlib
 import datetime
@@ -19,11 +20,13 @@ import os
 import pathlib
 import re
 import shutil
+import subprocess
 import sys
 import time
 import typing
 import unittest
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -32,7 +35,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import boot, containers, proxies, stubs, subject, wire
+from pytest_ldd._sandbox import boot, containers, proxies, stubs, subject, sync, wire
 from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
@@ -854,6 +857,59 @@ def test_a_subject_interpreter_that_cannot_serve_is_a_setup_error(
     _write(task.hidden, {"test_m.py": "import m\n\n\ndef test_m():\n    assert m.X == 1\n"})
     with pytest.raises(SandboxError, match=fragment):
         run_hidden_tests(task.ws, task.hidden, isolation="process", python=python)
+
+
+# -- the judge's files ---------------------------------------------------------------
+
+
+def _runtime_imports(tree: ast.AST) -> Iterator[str]:
+    """The modules a file imports when it runs (not under ``if TYPE_CHECKING:``)."""
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for child in node.orelse:
+                yield from _runtime_imports(child)
+        elif isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            yield node.module or ""
+        else:
+            yield from _runtime_imports(node)
+
+
+def test_the_judges_files_import_only_the_standard_library_and_pytest() -> None:
+    """The judge loads its files from its folder: it imports nothing the parent did not stage."""
+    from pytest_ldd._sandbox import isolation
+
+    here = Path(proxies.__file__).parent
+    allowed = {*sys.stdlib_module_names, "pytest", "_pytest", "pluggy"}
+    imported = {
+        f"{name}: {module}"
+        for name in isolation.JUDGE_FILES
+        for module in _runtime_imports(ast.parse((here / name).read_bytes()))
+        if module.partition(".")[0] not in allowed
+    }
+    assert imported == set()
+
+
+def test_the_judge_loads_each_module_after_the_siblings_it_uses(tmp_path: Path) -> None:
+    """From the staged files alone, in ``_JUDGE_MODULES`` order, the package out of reach."""
+    from pytest_ldd._sandbox import isolation
+
+    here = Path(proxies.__file__).parent
+    for name in isolation.JUDGE_FILES:
+        shutil.copyfile(here / name, tmp_path / name)
+    script = (
+        "import sys\n"
+        "sys.modules['pytest_ldd'] = None\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import judge_runner\n"
+        "for name in judge_runner._JUDGE_MODULES:\n"
+        "    judge_runner._load(f'_ldd_{name}', judge_runner._HERE / f'{name}.py')\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-I", "-B", "-c", script], capture_output=True, text=True, check=False
+    )
+    assert result.returncode == 0, result.stderr
 
 
 # -- proxies, up close ---------------------------------------------------------------
@@ -2148,7 +2204,7 @@ def test_a_forged_log_record_is_taken_as_data_or_dropped(
     fields: dict[str, Any], caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.DEBUG)
-    proxies._logged(fields)
+    sync.logged(fields)
     for record in caplog.records:
         assert record.getMessage() in ("m", "m %s")
         assert not hasattr(record, "_private")
