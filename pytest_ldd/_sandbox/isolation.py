@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_ldd._sandbox.subject import BOOTSTRAP
+from pytest_ldd._sandbox.boot import BOOTSTRAP
 from pytest_ldd.errors import SandboxError
 
 __all__ = [
@@ -35,7 +35,7 @@ _HERE = Path(__file__).parent
 # integrity.py, staged already), and copied into a judge's zygote.
 JUDGE_FILES = (
     "judge_runner.py", "wire.py", "containers.py", "handles.py", "stubs.py", "calls.py",
-    "boot.py", "rng.py", "sync.py", "watching.py", "proxies.py", "subject.py",
+    "boot.py", "rng.py", "sync.py", "watching.py", "proxies.py", "subject.py", "template.py",
 )  # fmt: skip
 # The judge, its zygote and the subject start as ``-I`` would start them, but without
 # ``-E``: the one PYTHON* variable their environment holds is PYTHONHASHSEED, so that

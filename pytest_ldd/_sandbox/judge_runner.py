@@ -93,14 +93,59 @@ def warm_up(runner: ModuleType) -> None:
     _WARM["_ldd_runner"] = runner
     for name in _JUDGE_MODULES:
         _WARM[f"_ldd_{name}"] = _load(f"_ldd_{name}", _HERE / f"{name}.py")
-    _WARM["sources"] = _subject_sources(_WARM["_ldd_boot"])
-    _WARM["code"] = _WARM["_ldd_boot"].compiled(_WARM["sources"])
+    boot = _WARM["_ldd_boot"]
+    _WARM["sources"] = _subject_sources(boot)
+    _WARM["code"] = boot.compiled(_WARM["sources"])
+    # The subject's template: each judge forked from here forks its subject from it.
+    template = {"template": (_HERE / "template.py").read_bytes()}
+    with contextlib.suppress(OSError):  # then each judge starts its subject cold
+        _WARM["template"] = boot.Template.start(
+            {**_WARM["sources"], **template}, {**_WARM["code"], **boot.compiled(template)}
+        )
+
+
+def kept_fds() -> tuple[int, ...]:
+    """The descriptors a judge forked from the zygote keeps open: its template's socket."""
+    template = _WARM.get("template")
+    return () if template is None else (template.control.fileno(),)
 
 
 def _subject_sources(boot: ModuleType) -> dict[str, bytes]:
     # The subject confines itself first, then loads the modules it serves with.
     names = ("confinement", *boot.SUBJECT_MODULES)
     return {name: (_HERE / f"{name}.py").read_bytes() for name in names}
+
+
+def _forked(settings: dict[str, Any], deadline: float) -> Any:
+    """A subject forked from the zygote's template, or None: then it is started cold.
+
+    Only where a cold subject would run this very interpreter with the same flags (no
+    ``python=`` wrapper of the caller's), and with the limits this judge runs under,
+    which a started subject would inherit.
+    """
+    template = _WARM.get("template")
+    boot = sys.modules["_ldd_boot"]
+    subject = settings["subject"]
+    if template is None or list(subject["argv"][:-1]) != [sys.executable, *boot.FLAGS, "-c"]:
+        return None
+    import resource
+
+    limits = {
+        name: list(resource.getrlimit(getattr(resource, name)))
+        for name in settings["limits"]
+        if hasattr(resource, name)
+    }
+    try:
+        return sys.modules["_ldd_proxies"].Connection.fork(
+            template,
+            cwd=subject["cwd"],
+            pythonpath=settings["pythonpath"],
+            deadline=deadline,
+            limits=limits,
+            confine=subject["confine"],
+        )
+    except (OSError, boot.BootError):
+        return None
 
 
 def main() -> int:
@@ -130,14 +175,14 @@ def main() -> int:
     guard_rewrite = runner.guard_suite(settings, channel, refuse=settings["writable"])
     _not_dumpable()
     subject = settings["subject"]
-    sources = _WARM.get("sources") or _subject_sources(boot)
+    deadline = started + _conversation_s(float(subject["timeout"]))
     try:
-        connection = proxies.Connection.start(
+        connection = _forked(settings, deadline) or proxies.Connection.start(
             subject["argv"],
             cwd=subject["cwd"],
-            sources=sources,
+            sources=_WARM.get("sources") or _subject_sources(boot),
             pythonpath=settings["pythonpath"],
-            deadline=started + _conversation_s(float(subject["timeout"])),
+            deadline=deadline,
             confine=subject["confine"],
             hash_seed=_HASH_SEED,
             code=_WARM.get("code"),

@@ -496,6 +496,13 @@ class JudgePolicy:
 # -- the connection ------------------------------------------------------------------
 
 
+def _subject_settings(
+    pythonpath: Sequence[str], confine: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The settings line a subject reads first: its ``pythonpath`` and confinement policy."""
+    return {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
+
+
 def _is_hello(payload: Any) -> bool:
     """``("hello", pid, (level, detail))``: the subject's first message.
 
@@ -586,17 +593,37 @@ class Connection:
         starts with; ``code``, ``sources`` compiled (``boot.compiled``), spares the
         subject compiling them.
         """
-        settings = {"pythonpath": list(pythonpath), "confine": dict(confine or {"mode": "none"})}
         started = boot.Boot.start(
             argv,
             cwd=cwd,
             sources=sources,
-            settings=settings,
+            settings=_subject_settings(pythonpath, confine),
             deadline=deadline,
             hash_seed=hash_seed,
             code=code,
         )
         return cls(started)
+
+    @classmethod
+    def fork(
+        cls,
+        template: boot.Template,
+        *,
+        cwd: str,
+        pythonpath: Sequence[str],
+        deadline: float,
+        limits: Mapping[str, Any],
+        confine: Mapping[str, Any] | None = None,
+    ) -> Connection:
+        """A subject forked from ``template`` (a warm judge's), as :meth:`start` starts one.
+
+        ``limits`` are this judge's own resource limits, which a started subject would
+        inherit.  Raises :class:`boot.BootError` when the template cannot serve.
+        """
+        settings = _subject_settings(pythonpath, confine)
+        return cls(
+            template.fork(cwd=cwd, settings=settings, limits=dict(limits), deadline=deadline)
+        )
 
     def hello(self) -> str | None:
         """Send the subject its code and wait for its hello; the reason it failed, or None."""

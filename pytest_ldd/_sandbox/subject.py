@@ -1,13 +1,16 @@
 """The subject process of ``isolation="process"``: imports the workspace, answers the judge.
 
-The judge starts ``python -s -B -X utf8 -c BOOTSTRAP`` (the ``python=`` wrapper, if
-any, applies here only), with the judge's PYTHONHASHSEED in its environment, and
-sends, on its standard input, one JSON line of settings followed by the source of
-``confinement.py`` and of each module this process runs (``boot.SUBJECT_MODULES``:
-the codec, the handle table, the stand-ins, the call mapping and this file); nothing
-of ours needs to be on the subject's disk.  The bootstrap confines the process with
-Landlock first (it may then write only its workspace copy and scratch folders, and
-read nothing of the judge's), and its hello reports what was applied.  This process then
+The judge starts ``python -s -B -X utf8 -c BOOTSTRAP`` (``boot.BOOTSTRAP``; the
+``python=`` wrapper, if any, applies here only), with the judge's PYTHONHASHSEED in
+its environment, and sends, on its standard input, one JSON line of settings followed
+by the source of ``confinement.py`` and of each module this process runs
+(``boot.SUBJECT_MODULES``: the codec, the handle table, the stand-ins, the call
+mapping and this file); nothing of ours needs to be on the subject's disk.  The
+bootstrap confines the process with Landlock first (it may then write only its
+workspace copy and scratch folders, and read nothing of the judge's), and its hello
+reports what was applied.  (A warm judge has its subject forked from a template
+instead, which loaded these modules the same way; see ``template.py``.)  This process
+then
 
 1. keeps its standard input and output as the request and answer pipes, points
    file descriptor 0 at ``/dev/null`` and 1 at standard error (what the workspace
@@ -44,7 +47,7 @@ else:
     calls = sys.modules.get("_ldd_calls") or importlib.import_module("pytest_ldd._sandbox.calls")
     rng = sys.modules.get("_ldd_rng") or importlib.import_module("pytest_ldd._sandbox.rng")
 
-__all__ = ["BOOTSTRAP", "Subject", "main"]
+__all__ = ["Subject", "main"]
 
 
 def _import(name: str) -> Any:
@@ -546,37 +549,6 @@ def main(settings: dict[str, Any]) -> None:
         raise
 
 
-# The confinement module runs first and confines this process; then each module
-# arrives as source and is registered as ``_ldd_<name>`` before the next one runs; the
-# last one (this file) serves.  Each source may be followed by its code compiled in
-# the judge (boot.compiled): loaded only when the judge's bytecode tag (boot.bytecode_tag)
-# is this interpreter's, else the source is compiled here.
-# Started without -I (so that the judge's PYTHONHASHSEED applies): the working folder
-# that ``-c`` put first on sys.path goes before anything is imported, and the seed
-# leaves the environment the workspace sees, as in one process.
-BOOTSTRAP = (
-    "import sys,os\n"
-    "if sys.path[:1]==['']:del sys.path[0]\n"
-    "os.environ.pop('PYTHONHASHSEED',None)\n"
-    "import json,types,marshal\n"
-    "f=sys.stdin.buffer\n"
-    "s=json.loads(f.readline())\n"
-    "t=sys.implementation.cache_tag+':'+sys.modules['_frozen_importlib_external'].MAGIC_NUMBER.hex()\n"
-    "def g(n,k,b):\n"
-    " x=f.read(k);y=f.read(b)\n"
-    " return marshal.loads(y) if b and s['tag']==t else compile(x,'<ldd-'+n+'>','exec')\n"
-    "c={'__name__':'_ldd_confinement'}\n"
-    "exec(g('confinement',*s['confinement']),c)\n"
-    "s['confined']=c['confine'](s['confine'])\n"
-    "for n,k,b in s['sources']:\n"
-    " m=types.ModuleType('_ldd_'+n)\n"
-    " sys.modules[m.__name__]=m\n"
-    " exec(g(n,k,b),m.__dict__)\n"
-    "m.main(s)\n"
-    "os._exit(0)\n"
-)
-
-
-if __name__ == "__main__":  # pragma: no cover - the judge runs BOOTSTRAP instead
-    sys.stderr.write("run by the judge through BOOTSTRAP, not directly\n")
+if __name__ == "__main__":  # pragma: no cover - the judge runs boot.BOOTSTRAP instead
+    sys.stderr.write("run by the judge through its bootstrap, not directly\n")
     raise SystemExit(2)

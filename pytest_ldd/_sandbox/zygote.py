@@ -7,20 +7,21 @@ loads by default, the runner and the modules the runner loads beside it, and the
 waits.  It never runs workspace code, hidden tests or pytest itself: it only forks.
 Started as ``zygote.py FD judge`` it is the zygote of process isolation's judge: it
 also loads ``judge_runner.py``, the modules of process isolation and the subject's
-files (``judge_runner.warm_up``), and its children run the judge's ``main()``, which
-starts a fresh subject process of its own for the workspace's code.
+files (``judge_runner.warm_up``), and starts the subject's template
+(``template.py``); its children run the judge's ``main()``, which has a fresh subject
+forked from that template for the workspace's code.
 
 Per run the parent sends one request (a JSON line: the run's folder and environment)
 with three file descriptors attached (``SCM_RIGHTS``): the read end of the child's
 standard input, the write end of its output, the write end of the result channel.
 The zygote forks; the child becomes what a cold ``runner.py`` process is at its first
 line -- a session of its own, those descriptors as 0, 1, 2 and 3 and nothing else
-open, the run's environment and folder, ``sys.argv`` of the runner -- and runs the
-runner's ``main()``, which reads its settings from standard input, applies the
-limits, confines itself and runs pytest exactly as a cold runner does, then leaves
-with ``os._exit``.  Nothing the child does reaches the zygote: the child's memory is
-a copy, its writes are confined to its own run's folder, and the zygote reads no file
-after it started.
+open (a judge also keeps its template's socket), the run's environment and folder,
+``sys.argv`` of the runner -- and runs the runner's ``main()``, which reads its
+settings from standard input, applies the limits, confines itself and runs pytest
+exactly as a cold runner does, then leaves with ``os._exit``.  Nothing the child does
+reaches the zygote: the child's memory is a copy, its writes are confined to its own
+run's folder, and the zygote reads no file after it started.
 
 The zygote answers ``{"pid": N}`` and then waits for ``reap``: the parent watches the
 child's exit through a pidfd, kills what is left of its process group while the
@@ -118,7 +119,13 @@ def _child(
             (0, 1, 2, _CHANNEL_FD), (fds[0], fds[1], fds[1], fds[2]), strict=True
         ):
             os.dup2(fd, target)
-        os.closerange(_CHANNEL_FD + 1, os.sysconf("SC_OPEN_MAX"))
+        # Nothing else stays open but what the run module keeps on purpose (a judge:
+        # the socket of its subject template, see judge_runner.kept_fds).
+        low = _CHANNEL_FD + 1
+        for fd in sorted(vars(runner).get("kept_fds", tuple)()):
+            os.closerange(low, fd)
+            low = fd + 1
+        os.closerange(low, os.sysconf("SC_OPEN_MAX"))
         os.set_inheritable(_CHANNEL_FD, False)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -35,7 +35,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_ldd._sandbox import boot, containers, proxies, stubs, subject, sync, wire
+from pytest_ldd._sandbox import boot, containers, proxies, stubs, sync, wire
 from pytest_ldd.agents import Episode, resolve_checker
 from pytest_ldd.agents.corpus import grade
 from pytest_ldd.config import load_config
@@ -921,7 +921,7 @@ def _serving(ws: Path, module: str) -> Any:
 
     here = Path(proxies.__file__).parent
     connection = proxies.Connection.start(
-        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", boot.BOOTSTRAP],
         cwd=str(ws),
         sources={
             name: (here / f"{name}.py").read_bytes()
@@ -958,7 +958,7 @@ def test_the_subject_runs_the_judges_compiled_code_only_under_its_own_bytecode_t
         monkeypatch.setattr(boot, "bytecode_tag", lambda: "cpython-00:00000000")
     ws = _write(tmp_path / "ws", {"m.py": "X = 1\n"})
     connection = proxies.Connection.start(
-        [sys.executable, "-I", "-B", "-X", "utf8", "-c", subject.BOOTSTRAP],
+        [sys.executable, "-I", "-B", "-X", "utf8", "-c", boot.BOOTSTRAP],
         cwd=str(ws),
         sources=sources,
         code=code,

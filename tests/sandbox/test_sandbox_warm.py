@@ -423,6 +423,10 @@ planted = types.ModuleType("planted_by_a")
 sys.modules["planted_by_a"] = planted
 builtins.PLANTED = "a"
 os.environ["PLANTED"] = "a"
+# The subject's own modules, which a forked subject shares with its template.
+for name in ("_ldd_subject", "_ldd_wire", "_ldd_template"):
+    if name in sys.modules:
+        sys.modules[name].PLANTED = "a"
 """
 PROCESS_LOOKER = """
 import builtins, os, sys
@@ -435,6 +439,10 @@ def leftovers():
         "planted_by_a" in sys.modules,
         hasattr(builtins, "PLANTED"),
         "PLANTED" in os.environ,
+        any(
+            hasattr(sys.modules.get(name), "PLANTED")
+            for name in ("_ldd_subject", "_ldd_wire", "_ldd_template")
+        ),
     ]
 """
 PROCESS_LOOKING = """
@@ -444,7 +452,7 @@ from calc import add, leftovers
 
 def test_nothing_planted():
     assert add(2, 3) == 5
-    assert leftovers() == [False, False, False]
+    assert leftovers() == [False, False, False, False]
     assert "planted_by_a" not in sys.modules
     assert not hasattr(builtins, "PLANTED")
     assert "PLANTED" not in os.environ
@@ -458,3 +466,40 @@ def test_nothing_a_workspace_plants_reaches_the_next_process_verdict(tmp_path: P
     assert len(zygotes._all) == 1
     assert graded[first].passed, graded[first].reason
     assert graded[second].passed, graded[second].reason + graded[second].output_tail[-2000:]
+
+
+# Each warm judge's subject is forked from the zygote's subject template, an
+# interpreter that loaded the subject's modules and never ran workspace code; a cold
+# judge starts its subject itself.
+FORKED = """
+import os
+
+def add(a, b):
+    return a + b
+
+def parent():
+    return os.getppid()
+"""
+FORKED_TEST = """
+import os
+from calc import add, parent
+
+
+def test_forked_from_the_template():
+    assert add(2, 3) == 5
+    with open(f"/proc/{parent()}/cmdline", "rb") as cmdline:
+        assert (parent() == os.getpid()) == (os.environ.get("EXPECT") == "cold")
+        assert (b"m.serve(" in cmdline.read()) == (os.environ.get("EXPECT") == "warm")
+"""
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+def test_a_warm_judge_forks_its_subject_from_the_template(tmp_path: Path, start: str) -> None:
+    pair = _pair(tmp_path, start, {"calc.py": FORKED}, FORKED_TEST)
+    env = {"EXPECT": start}
+    if start == "warm":
+        verdicts = [v for _, v in grade_many([pair, pair], isolation="process", env=env)]
+    else:
+        verdicts = [run_hidden_tests(*pair, isolation="process", env=env)]
+    for verdict in verdicts:
+        assert verdict.passed, verdict.reason + verdict.output_tail[-2000:]
