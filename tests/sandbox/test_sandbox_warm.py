@@ -479,14 +479,19 @@ def add(a, b):
 
 def parent():
     return os.getppid()
+
+def hashed(text):
+    return hash(text)
 """
 FORKED_TEST = """
 import os
-from calc import add, parent
+from calc import add, hashed, parent
 
 
 def test_forked_from_the_template():
     assert add(2, 3) == 5
+    # The judge and its subject hash strings alike (a set iterates in one order).
+    assert hashed("pytest-ldd") == hash("pytest-ldd")
     with open(f"/proc/{parent()}/cmdline", "rb") as cmdline:
         assert (parent() == os.getpid()) == (os.environ.get("EXPECT") == "cold")
         assert (b"m.serve(" in cmdline.read()) == (os.environ.get("EXPECT") == "warm")
