@@ -761,3 +761,44 @@ def test_a_copied_test_function_is_a_deep_copy_node_for_node() -> None:
         shared = {id(n) for n in ast.walk(function)} & {id(n) for n in ast.walk(copied)}
         # Nothing shared but the interpreter's own context singletons (Load, Store, ...).
         assert all(isinstance(n, ast.expr_context) for n in ast.walk(copied) if id(n) in shared)
+
+
+# A test reading state that advances from run to run (pydash's unique_id): the twin,
+# run after its original, sees the counter's next value; a twin drawn to it passes.
+COUNTER = """_COUNT = [4]
+
+
+def next_id():
+    _COUNT[0] += 1
+    return _COUNT[0]
+
+
+def next_text():
+    return str(next_id())
+"""
+
+
+@pytest.mark.parametrize(
+    ("check", "value"),
+    [
+        ("assert next_id() == 5", 5),
+        ("assert next_text() == '5'", "5"),
+        ("assert next_id() == 0", 0),
+    ],
+    ids=["an int", "a digit string", "zero"],
+)
+def test_a_twin_is_never_drawn_to_a_counters_next_values(
+    check: str, value: int | str, tmp_path: Path
+) -> None:
+    source = f"from calc import next_id, next_text\n\n\ndef test_ids():\n    {check}\n"
+    near = {int(value) + step for step in (-3, -2, -1, 1, 2, 3)}
+    for seed in range(40):
+        suite = _stage(tmp_path, source, seed)
+        _, change = _twin_of(suite, "test_ids")
+        drawn = ast.literal_eval(change.partition(" -> ")[2])
+        assert type(drawn) is type(value), (seed, change)
+        assert int(drawn) not in near, (seed, change)
+    workspace = write_tree(tmp_path / "counter", {"calc.py": COUNTER})
+    if value != 0:  # the counter starts at 4: its first value is 5
+        report = twin_report(suite, run_staged(suite.root, workspace))
+        assert report.passed == [], report
