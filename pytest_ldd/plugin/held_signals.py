@@ -19,10 +19,20 @@ Only Python-level handlers are swapped: blocking the signal in the kernel
 hands it to the main thread's next bytecode all the same.  A signal whose handler
 is not a Python callable (the default action, ignored) is left alone, and so is
 everything off the main thread, where handlers cannot be set.
+
+A block is entered several times per test, so the swap calls the C functions under
+``signal.getsignal`` and ``signal.signal`` (module ``_signal``, which ``signal``
+itself wraps on every interpreter): the wrappers also turn each handler into a
+``Handlers`` member where one matches, and for a Python handler that is a failed
+enum lookup per call, most of a block's cost.  The handlers this module sees and
+sets are the same objects either way (``SIG_DFL`` and ``SIG_IGN`` come back as
+plain ints, which are not callable, as their members are not);
+``tests/plugin/test_held_signals.py`` runs the same blocks through both.
 """
 
 from __future__ import annotations
 
+import _signal  # type: ignore[import-not-found]  # (no stub: signal's own C core)
 import signal
 import threading
 from collections.abc import Callable
@@ -37,6 +47,11 @@ HELD: Final = tuple(
 )
 
 _Handler = Callable[[int, "FrameType | None"], Any]
+
+#: The handler of a signal, as set (see the module); ``signal.getsignal`` is its twin.
+_getsignal: Callable[[int], object] = _signal.getsignal
+#: Set a signal's handler (see the module); ``signal.signal`` is its twin.
+_setsignal: Callable[[int, _Handler], object] = _signal.signal
 
 
 @final
@@ -56,9 +71,9 @@ class HeldSignals:
         if threading.current_thread() is not threading.main_thread():
             return self
         for signum in HELD:
-            handler = signal.getsignal(signum)
+            handler = _getsignal(signum)
             if callable(handler):
-                signal.signal(signum, self._note)
+                _setsignal(signum, self._note)
                 self._saved.append((signum, handler))
         return self
 
@@ -70,7 +85,7 @@ class HeldSignals:
     ) -> None:
         saved, self._saved = self._saved, []
         for signum, handler in saved:
-            signal.signal(signum, handler)
+            _setsignal(signum, handler)
         noted, self._noted = self._noted, []
         handlers = dict(saved)
         for signum, frame in noted:
