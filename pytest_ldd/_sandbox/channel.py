@@ -80,6 +80,8 @@ class ChannelLog:
     liars: list[tuple[str, str]] = field(default_factory=list)
     # Test id -> the line of its test file a failed test left it at.
     lines: dict[str, int] = field(default_factory=dict)
+    # Failed test id -> its last unequal pair of plain values: (line, left, right).
+    seen: dict[str, tuple[int, Any, Any]] = field(default_factory=dict)
     inconclusive: list[tuple[str, str]] = field(default_factory=list)
     internal_error: str | None = None
     internal_error_by_grader: bool = False
@@ -128,6 +130,21 @@ def read_channel(data: bytes, key: bytes) -> ChannelLog:
     if log.after_finish:
         log.problems.append(f"{log.after_finish} report record(s) arrived after pytest finished")
     return log
+
+
+def _seen(value: Any) -> tuple[int, Any, Any] | None:
+    """A failed test's ``seen`` field, if it is what the runner sends, else None."""
+    if type(value) is not list or len(value) != 3 or type(value[0]) is not int:
+        return None
+    line, left, right = value
+    for item in (left, right):
+        if type(item) not in _SEEN_TYPES or (type(item) is str and len(item) > _SEEN_CHARS):
+            return None
+    return (line, left, right) if line > 0 else None
+
+
+_SEEN_TYPES = (str, int, float, bool, type(None))
+_SEEN_CHARS = 200
 
 
 def _containers(payload: bytes) -> int:
@@ -197,6 +214,9 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                 line = record.get("line")
                 if type(line) is int and outcome == "failed" and line > 0:
                     log.lines[nodeid] = line
+                    seen = _seen(record.get("seen"))
+                    if seen is not None:
+                        log.seen[nodeid] = seen
         elif kind == "finish":
             log.finish = int(record["exit"])
         else:

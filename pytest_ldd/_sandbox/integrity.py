@@ -33,7 +33,7 @@ from collections.abc import Callable, Mapping, Sequence
 from importlib import machinery
 from typing import Any
 
-__all__ = ["Guard", "guard", "guard_rewrite"]
+__all__ = ["Guard", "guard", "guard_rewrite", "read_regular"]
 
 _BYTECODE = (".pyc", ".pyo")
 _READ = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
@@ -108,7 +108,7 @@ class Guard:
         if staged is None:
             raise self.violation(rel, "a module file the sandbox never staged")
         size, digest = staged
-        data = _read(path, size)
+        data = read_regular(path, size)
         if data is None:
             raise self.violation(rel, "not the regular file the sandbox staged")
         if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
@@ -116,7 +116,7 @@ class Guard:
         return data
 
 
-def _read(path: str, size: int) -> bytes | None:
+def read_regular(path: str, size: int) -> bytes | None:
     """At most ``size + 1`` bytes of a regular file, never through a link or a FIFO."""
     try:
         fd = os.open(path, _READ)

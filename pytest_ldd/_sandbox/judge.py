@@ -28,11 +28,15 @@ anywhere but at their perturbed assertion prove nothing either way: they are cou
 
 from __future__ import annotations
 
+import ast
 import signal
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
 
 from pytest_ldd._sandbox.channel import ChannelLog
+from pytest_ldd._sandbox.integrity import read_regular
 from pytest_ldd._sandbox.process import ChildRun
 from pytest_ldd._sandbox.staging import HiddenSuite
 
@@ -266,12 +270,12 @@ def judge(
     # A test that failed at a statement its twin, run before it, passed: its outcome
     # depends on what ran before it (a one-time warning the twin used up), not on the
     # workspace alone.  Inconclusive, never a pass.
-    for nodeid, line in _order_dependent(suite, log).items():
+    for nodeid, (line, why) in _order_dependent(suite, log).items():
         if nodeid in outcomes and nodeid not in not_carried:
             not_carried.add(nodeid)
             found.grader.append(
-                f"{nodeid} could not be judged: it failed at line {line}, which its twin,"
-                " run before it, passed: the test depends on what ran before it"
+                f"{nodeid} could not be judged: it failed at line {line}, {why}:"
+                " the test depends on what ran before it"
             )
     failing = {
         i: o
@@ -424,17 +428,18 @@ def _runs_by_test(log: ChannelLog) -> dict[str, list[str]]:
     return by_base
 
 
-def _order_dependent(suite: HiddenSuite, log: ChannelLog) -> dict[str, int]:
-    """Failed originals whose twin ran first and passed the statement they failed at.
+def _order_dependent(suite: HiddenSuite, log: ChannelLog) -> dict[str, tuple[int, str]]:
+    """Failed originals whose twin ran first and left them another state than it saw.
 
     A twin that failed as expected (at its final check) ran every statement of its
     original but the perturbed one, and passed them all.  An original that then failed
     at one of those statements saw another state than its twin did: what the twin's
-    run left behind.  Returns ``{test id: line}``.
+    run left behind.  One that failed at the perturbed statement itself did so too
+    when the values say so (:func:`_state_moved`).  Returns ``{test id: (line, why)}``.
     """
     order = {nodeid: index for index, nodeid in enumerate(log.tests)}
     by_base = _runs_by_test(log)
-    found: dict[str, int] = {}
+    found: dict[str, tuple[int, str]] = {}
     for twin, original in suite.twins.items():
         site = suite.original_sites.get(twin)
         check = suite.twin_lines.get(twin)
@@ -451,17 +456,118 @@ def _order_dependent(suite: HiddenSuite, log: ChannelLog) -> dict[str, int]:
             continue
         first_twin = min(order[run] for run in runs)
         start, end, site_start, site_end = site
+        side: int | None = None  # the expected value's side, read when first needed
+        side_read = False
         for nodeid in by_base.get(original, ()):
             line = log.lines.get(nodeid)
             if (
-                log.tests[nodeid] == "failed"
-                and order[nodeid] > first_twin
-                and line is not None
-                and start <= line <= end
-                and not site_start <= line <= site_end
+                log.tests[nodeid] != "failed"
+                or order[nodeid] < first_twin
+                or line is None
+                or not start <= line <= end
             ):
-                found[nodeid] = line
+                continue
+            if not site_start <= line <= site_end:
+                found[nodeid] = (line, "which its twin, run before it, passed")
+                continue
+            if not side_read:
+                side = _expected_side(suite.root / _file(nodeid), site_start, site_end)
+                side_read = True
+            seen = log.seen.get(nodeid)
+            twins_seen = [log.seen.get(run) for run in runs]
+            if (
+                side is not None
+                and seen is not None
+                and site_start <= seen[0] <= site_end
+                and _state_moved(seen, twins_seen, side)
+            ):
+                found[nodeid] = (
+                    line,
+                    f"where its twin, run before it, computed the {seen[1 + side]!r:.60} it"
+                    f" expects and it computed {seen[2 - side]!r:.60}",
+                )
     return found
+
+
+def _state_moved(
+    seen: tuple[int, Any, Any],
+    twins_seen: Sequence[tuple[int, Any, Any] | None],
+    side: int,
+) -> bool:
+    """Whether a twin, run first, computed what its original then expected, and no more.
+
+    ``seen`` is the failed original's last unequal pair of plain values, at its
+    perturbed statement; ``twins_seen`` each twin run's (each failed as expected, so
+    at the perturbed statement: it passed all the others); ``side`` the position of
+    the expected value in the pair (the other is what the code computed).  Code that
+    answers an input the same way twice computes, in the original, a value its twin
+    computed too.  When a twin computed exactly the value the original expects while
+    the original computed one no twin did, what the code returns moved between the
+    runs: state the twin's run changed (a counter, a cache).
+    """
+    computed = 1 - side
+    twins = [t for t in twins_seen if t is not None]
+    if not twins or len(twins) != len(twins_seen):
+        return False
+    pair = seen[1:]
+    by_twins = [t[1:][computed] for t in twins]
+    return any(_same(value, pair[side]) for value in by_twins) and not any(
+        _same(value, pair[computed]) for value in by_twins
+    )
+
+
+def _same(left: Any, right: Any) -> bool:
+    return type(left) is type(right) and bool(left == right)
+
+
+_TEST_FILE_BYTES = 4 * 1024 * 1024
+
+
+def _expected_side(path: Path, start: int, end: int) -> int | None:
+    """Which side of the ``==`` asserted at lines ``start``-``end`` of ``path`` is expected.
+
+    A literal (or a display of them) or a bare name against a call: 0 or 1; anything
+    else (two names, two calls, no such assertion): None, and nothing is read into it.
+    """
+    # The staged file, as the run left it: never through a link, never past a bound.
+    source = read_regular(str(path), _TEST_FILE_BYTES)
+    if source is None or len(source) > _TEST_FILE_BYTES:
+        return None
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assert)
+            and start <= node.lineno <= end
+            and isinstance(node.test, ast.Compare)
+            and len(node.test.ops) == 1
+            and isinstance(node.test.ops[0], ast.Eq)
+        ):
+            kinds = [_kind(node.test.left), _kind(node.test.comparators[0])]
+            if kinds.count("expected") == 1 and "other" not in kinds:
+                return kinds.index("expected")
+            return None
+    return None
+
+
+def _kind(node: ast.expr) -> str:
+    if isinstance(node, ast.UnaryOp) and isinstance(node.operand, ast.Constant):
+        return "expected"
+    if isinstance(node, (ast.Constant, ast.Tuple, ast.List, ast.Set, ast.Dict)):
+        return "expected" if all(isinstance(n, ast.Constant) for n in _leaves(node)) else "other"
+    if isinstance(node, ast.Name):
+        return "expected"
+    return "computed" if isinstance(node, (ast.Call, ast.Attribute, ast.Subscript)) else "other"
+
+
+def _leaves(node: ast.expr) -> list[ast.expr]:
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return [leaf for item in node.elts for leaf in _leaves(item)]
+    if isinstance(node, ast.Dict):
+        return [leaf for item in (*node.keys, *node.values) if item for leaf in _leaves(item)]
+    return [node]
 
 
 def _judge_twins(suite: HiddenSuite, log: ChannelLog, found: _Findings) -> list[str]:

@@ -216,7 +216,7 @@ def main() -> int:
     reporter = runner.Reporter(channel, [])
     # Comparisons with workspace objects run in the subject: every stand-in is probed.
     probes = runner.load_sibling("probes")
-    probes.guard_comparisons(
+    reporter.comparisons = probes.guard_comparisons(
         str(settings["suite"]),
         lambda detail: channel.send("liar", id=reporter.current, detail=detail),
         workspace_like=proxies.is_stand_in,

@@ -607,6 +607,7 @@ class Comparisons:
         self.pool: dict[Any, list[Any]] = {}
         # The unittest assertions nest (assertEqual calls assertListEqual): outermost only.
         self.depth = 0
+        self.mismatch: tuple[int, Any, Any] | None = None
 
     def early(self) -> bool:
         """Even odds: probe before the comparison (else after it, if it held)."""
@@ -616,7 +617,12 @@ class Comparisons:
         """What ``left op right`` gives; :class:`ProbeError` where a target lied."""
         __tracebackhide__ = True
         if type(left) in _SCALARS and type(right) in _SCALARS:
-            return _OPERATORS[op](left, right)
+            result = _OPERATORS[op](left, right)
+            if not result and op == "==":
+                # The test's last unequal pair of plain values and its line: what a
+                # failed original saw (see judge._order_dependent).
+                self.mismatch = (sys._getframe(1).f_lineno, left, right)
+            return result
         targets = self.targets(left, right)
         if not targets:
             return _OPERATORS[op](left, right)

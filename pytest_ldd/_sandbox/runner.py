@@ -40,6 +40,7 @@ import hmac
 import importlib.machinery
 import importlib.util
 import json
+import math
 import os
 import sys
 import types
@@ -166,6 +167,8 @@ class Reporter:
         import pytest  # imported already: the runner's plugin needs its hook marker
 
         self.current = ""  # the node id of the test running now
+        # The comparisons of the hidden tests (probes.Comparisons), once guarded.
+        self.comparisons: Any = None
         self._channel = channel
         self._pythonpath = pythonpath
         self._outcomes: dict[str, str] = {}
@@ -204,6 +207,8 @@ class Reporter:
 
     def pytest_runtest_logstart(self, nodeid: str) -> None:
         self.current = nodeid
+        if self.comparisons is not None:
+            self.comparisons.mismatch = None
 
     def pytest_runtest_makereport(self, item: Any, call: Any) -> Any:
         try:
@@ -234,7 +239,8 @@ class Reporter:
         outcome = self._outcomes.pop(nodeid, "error")
         line = self._lines.pop(nodeid, None)
         if outcome == "failed" and line is not None:
-            self._channel.send("test", id=nodeid, outcome=outcome, line=line)
+            seen = _seen(self.comparisons)
+            self._channel.send("test", id=nodeid, outcome=outcome, line=line, seen=seen)
         else:
             self._channel.send("test", id=nodeid, outcome=outcome)
 
@@ -248,6 +254,29 @@ class Reporter:
             depth += 1
         detail = str(excrepr)[-_DETAIL_CHARS:]
         self._channel.send("internal_error", detail=detail, grader=grader)
+
+
+def _seen(comparisons: Any) -> list[Any] | None:
+    """The failed test's last unequal pair of plain values, as JSON: ``[line, left, right]``.
+
+    Strings up to :data:`_SEEN_CHARS` characters, ints, floats (finite), bools and None.
+    """
+    mismatch = getattr(comparisons, "mismatch", None)
+    if mismatch is None:
+        return None
+    line, left, right = mismatch
+    for value in (left, right):
+        if type(value) not in _SEEN_TYPES or (type(value) is str and len(value) > _SEEN_CHARS):
+            return None
+        if type(value) is float and not math.isfinite(value):
+            return None
+        if type(value) is int and value.bit_length() > 64:
+            return None
+    return [line, left, right]
+
+
+_SEEN_TYPES = (str, int, float, bool, type(None))
+_SEEN_CHARS = 200
 
 
 def _plain_report(item: Any, call: Any, error: BaseException) -> Any:
@@ -390,7 +419,7 @@ def main() -> int:
     reporter = Reporter(channel, list(settings["pythonpath"]))
     roots = settings.get("workspace") or settings["pythonpath"]
     probes = load_sibling("probes")
-    probes.guard_comparisons(
+    reporter.comparisons = probes.guard_comparisons(
         str(settings["suite"]),
         lambda detail: channel.send("liar", id=reporter.current, detail=detail),
         workspace_like=probes.WorkspaceTypes([roots] if isinstance(roots, str) else roots),

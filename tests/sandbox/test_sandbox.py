@@ -753,6 +753,40 @@ def test_the_runner_channel_round_trips_through_the_parser() -> None:
     assert log.finish == 1
 
 
+@pytest.mark.parametrize(
+    ("seen", "kept"),
+    [
+        ([24, "3", "1"], (24, "3", "1")),
+        ([7, 2, None], (7, 2, None)),
+        ([7, 2.5, True], (7, 2.5, True)),
+        ([0, "3", "1"], None),  # no such line
+        ([24, "3"], None),
+        ([24, "3", "1", "x"], None),
+        (["24", "3", "1"], None),
+        ([24, ["3"], "1"], None),
+        ([24, {"a": 1}, "1"], None),
+        ([24, "x" * 201, "1"], None),
+        ("24 3 1", None),
+    ],
+)
+def test_a_failed_tests_last_unequal_values_are_kept_only_as_the_runner_sends_them(
+    seen: object, kept: object
+) -> None:
+    """Plain values, bounded; anything else is no evidence (never an error)."""
+    key = os.urandom(32)
+    data = _records(
+        key,
+        {"kind": "hello"},
+        {"kind": "test", "id": "t.py::a", "outcome": "failed", "line": 24, "seen": seen},
+        {"kind": "test", "id": "t.py::b", "outcome": "passed", "seen": [24, "3", "1"]},
+        {"kind": "finish", "exit": 1},
+    )
+    log = read_channel(data, key)
+    assert log.problems == []
+    assert log.tests == {"t.py::a": "failed", "t.py::b": "passed"}
+    assert log.seen == ({} if kept is None else {"t.py::a": kept})
+
+
 def test_forged_reordered_late_and_duplicate_records_are_problems() -> None:
     key = os.urandom(32)
     good = _records(

@@ -8,13 +8,14 @@ against the grader, failed for everything the workspace's code could have caused
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_ldd._sandbox.channel import ChannelLog
-from pytest_ldd._sandbox.judge import Judgement, _base, judge
+from pytest_ldd._sandbox.judge import Judgement, _base, _expected_side, _state_moved, judge
 from pytest_ldd._sandbox.process import ChildRun
 from pytest_ldd._sandbox.staging import HiddenSuite
 
@@ -272,3 +273,63 @@ def test_the_hidden_tests_own_limits_are_named_before_a_canarys() -> None:
     assert judgement.reason.startswith(
         "test_b.py::test_z could not be judged: a generator cannot cross;"
     )
+
+
+# Which side of a failed original's ``==`` is the expected value: read from the staged
+# file, which the run may have replaced with anything.
+SIDES = {
+    "assert f(x) == 5": 1,
+    "assert 5 == f(x)": 0,
+    "assert calc.unique_id(*case) == expected": 1,
+    "assert obj.value == (1, 'a')": 1,
+    "assert -3 == items[0]": 0,
+    "assert result == expected": None,  # two names: nothing is read into it
+    "assert f(x) == g(y)": None,
+    "assert f(x) == [1, y]": None,  # a display holding a name
+    "assert f(x) != 5": None,
+    "assert f(x) == 5 == g(x)": None,
+}
+
+
+@pytest.mark.parametrize(("line", "side"), list(SIDES.items()), ids=list(SIDES))
+def test_the_expected_side_is_read_from_the_assertions_syntax(
+    tmp_path: Path, line: str, side: int | None
+) -> None:
+    path = tmp_path / "test_t.py"
+    path.write_text(f"import calc\n\n\ndef test_t():\n    {line}\n", encoding="utf-8")
+    assert _expected_side(path, 5, 5) == side
+    assert _expected_side(path, 1, 4) is None  # no assertion there
+
+
+@pytest.mark.parametrize("kind", ["link to /dev/zero", "fifo", "too large", "not python"])
+def test_a_staged_file_the_run_replaced_is_never_read_into(tmp_path: Path, kind: str) -> None:
+    """Never blocks, never reads without bound: the answer is None."""
+    path = tmp_path / "test_t.py"
+    if kind == "link to /dev/zero":
+        path.symlink_to("/dev/zero")
+    elif kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "too large":
+        path.write_text("assert f(x) == 5\n" + "#" * (5 * 1024 * 1024), encoding="utf-8")
+    else:
+        path.write_bytes(b"\xff\xfe def (")
+    assert _expected_side(path, 1, 1) is None
+
+
+def test_state_moved_only_when_a_twin_computed_what_the_original_expects() -> None:
+    # pydash's unique_id, twin first: the twin computed '1' and 'foo2', the original '3'.
+    twins = [(16, "1", "8"), (16, "foo2", "ldy7")]
+    assert _state_moved((24, "3", "1"), twins, 1)
+    assert _state_moved((24, "foo4", "foo2"), twins, 1)
+    # The expected value on the left: the same reading, mirrored.
+    assert _state_moved((24, "1", "3"), [(16, "8", "1")], 0)
+    # A constant: the original computed what a twin computed too.
+    assert not _state_moved((24, "1", "foo2"), [(16, "1", "8"), (16, "1", "ldy7")], 1)
+    # Never what the original expects.
+    assert not _state_moved((24, "0", "1"), [(16, "0", "8"), (16, "foo0", "ldy7")], 1)
+    # Equal but not the same type: 1 is not True, nor '1'.
+    assert not _state_moved((24, 3, 1), [(16, True, 8)], 1)
+    assert not _state_moved((24, 3, 1), [(16, "1", 8)], 1)
+    # A twin run that reported nothing: no evidence.
+    assert not _state_moved((24, "3", "1"), [(16, "1", "8"), None], 1)
+    assert not _state_moved((24, "3", "1"), [], 1)

@@ -802,3 +802,69 @@ def test_a_twin_is_never_drawn_to_a_counters_next_values(
     if value != 0:  # the counter starts at 4: its first value is 5
         report = twin_report(suite, run_staged(suite.root, workspace))
         assert report.passed == [], report
+
+
+# pydash's unique_id: a setup test resets a global counter, and the next test expects
+# its first values.  A twin run before the original advances the counter.
+IDS = """ID_COUNTER = 0
+
+
+def unique_id(prefix=None):
+    global ID_COUNTER
+    ID_COUNTER += 1
+    return f"{'' if prefix is None else prefix}{ID_COUNTER}"
+"""
+IDS_TEST = """import pytest
+
+import calc
+
+
+def test_unique_id_setup():
+    calc.ID_COUNTER = 0
+
+
+@pytest.mark.parametrize("case,expected", [((), "1"), (("foo",), "foo2")])
+def test_unique_id(case, expected):
+    assert calc.unique_id(*case) == expected
+"""
+IDS_WRONG = {
+    "a constant": "def unique_id(prefix=None):\n    return '1'\n",
+    "no counter": "def unique_id(prefix=None):\n    return f\"{prefix or ''}0\"\n",
+    "one ahead": IDS.replace("ID_COUNTER += 1", "ID_COUNTER += 2"),
+}
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_a_test_whose_twin_moved_a_counter_is_inconclusive_never_failed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, isolation: str
+) -> None:
+    """With the twin first, the original sees the counter's later values: inconclusive.
+
+    The twin computed exactly what the original expects, and the original computed a
+    value no twin did.  Wrong code still fails, whichever comes first: it computes, in
+    the original, a value its twin computed too, or never what the original expects.
+    """
+    honest = write_tree(tmp_path / "honest", {"calc.py": IDS})
+    hidden = write_tree(tmp_path / "hidden", {"test_ids.py": IDS_TEST})
+    wrong = {
+        name: write_tree(tmp_path / name.replace(" ", "_"), {"calc.py": source})
+        for name, source in IDS_WRONG.items()
+    }
+    seen: set[str] = set()
+    for seed in range(40):
+        monkeypatch.setattr(pytest_ldd.sandbox.secrets, "randbits", lambda bits, s=seed: s)
+        verdict = run_hidden_tests(honest, hidden, isolation=isolation)
+        assert not verdict.tampered, verdict.reason
+        if verdict.passed:
+            seen.add("after")
+            continue
+        assert verdict.inconclusive, verdict.reason
+        assert "where its twin, run before it, computed the '1' it expects" in verdict.reason
+        seen.add("before")
+        for name, workspace in wrong.items():
+            graded = run_hidden_tests(workspace, hidden, isolation=isolation)
+            assert not graded.passed, name
+            assert not graded.inconclusive, (name, graded.reason)
+        if seen == {"before", "after"}:
+            break
+    assert seen == {"before", "after"}
