@@ -116,6 +116,38 @@ def compiled(sources: dict[str, bytes]) -> dict[str, bytes]:
     }
 
 
+def _environment(hash_seed: str | None) -> dict[str, str]:
+    """This process's environment without any PYTHON* variable but ``hash_seed``, if valid."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    if hash_seed is not None and hash_seed.isascii() and hash_seed.isdigit():
+        env["PYTHONHASHSEED"] = hash_seed
+    return env
+
+
+def _modules(
+    settings: dict[str, Any],
+    names: Sequence[str],
+    sources: dict[str, bytes],
+    code: dict[str, bytes],
+) -> bytes:
+    """What a bootstrap reads: the settings line, then each module's source and code.
+
+    The confinement module comes first, then ``names`` in order; each source is
+    followed by its compiled code where ``code`` has it (tagged with this
+    interpreter's :func:`bytecode_tag`).
+    """
+    parts = [(sources[n], code.get(n, b"")) for n in ("confinement", *names)]
+    order = [[n, len(s), len(c)] for n, (s, c) in zip(names, parts[1:], strict=True)]
+    head = {
+        **settings,
+        "tag": bytecode_tag() if code else "",
+        "confinement": [len(parts[0][0]), len(parts[0][1])],
+        "sources": order,
+    }
+    line = json.dumps(head, separators=(",", ":")).encode("utf-8")
+    return b"".join((line, b"\n", *(b for pair in parts for b in pair)))
+
+
 class BootError(wire.WireError):
     """The subject did not answer its handshake in time, or answered something else."""
 
@@ -154,32 +186,17 @@ class Boot:
         PYTHONHASHSEED, ``hash_seed`` (the judge's own), when it is a valid seed.
         ``code`` is :func:`compiled` of ``sources``, sent after each module's source.
         """
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        if hash_seed is not None and hash_seed.isascii() and hash_seed.isdigit():
-            env["PYTHONHASHSEED"] = hash_seed
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             cwd=cwd,
             close_fds=True,
-            env=env,
+            env=_environment(hash_seed),
         )
         boot = cls(proc, deadline)
         sources = {"confinement": b"def confine(policy):\n    return None\n", **sources}
-        code = code or {}
-        parts = [(sources[n], code.get(n, b"")) for n in ("confinement", *SUBJECT_MODULES)]
-        order = [[n, len(s), len(c)] for n, (s, c) in zip(SUBJECT_MODULES, parts[1:], strict=True)]
-        head = json.dumps(
-            {
-                **settings,
-                "tag": bytecode_tag() if code else "",
-                "confinement": [len(parts[0][0]), len(parts[0][1])],
-                "sources": order,
-            },
-            separators=(",", ":"),
-        )
-        boot._send(b"".join((head.encode("utf-8"), b"\n", *(b for pair in parts for b in pair))))
+        boot._send(_modules(settings, SUBJECT_MODULES, sources, code or {}))
         return boot
 
     def _send(self, data: bytes) -> None:
@@ -281,10 +298,6 @@ class Template:
         ours.close()
         ours = socket.socket(fileno=high)
         read, write = os.pipe()
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
-        seed = os.environ.get("PYTHONHASHSEED", "")
-        if seed.isascii() and seed.isdigit():
-            env["PYTHONHASHSEED"] = seed  # the judges' own, as a cold subject gets it
         argv = [sys.executable, *FLAGS, "-c", _TEMPLATE_BOOTSTRAP, str(read), str(theirs.fileno())]
         try:
             proc = subprocess.Popen(
@@ -292,19 +305,14 @@ class Template:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 pass_fds=(read, theirs.fileno()),
-                env=env,
+                # The judges' own seed, as a cold subject gets it.
+                env=_environment(os.environ.get("PYTHONHASHSEED")),
             )
         finally:
             os.close(read)
             theirs.close()
-        parts = [(sources[n], code.get(n, b"")) for n in ("confinement", *_TEMPLATE_MODULES)]
-        order = [
-            [n, len(s), len(c)] for n, (s, c) in zip(_TEMPLATE_MODULES, parts[1:], strict=True)
-        ]
-        head = {"tag": bytecode_tag(), "confinement": [len(parts[0][0]), len(parts[0][1])]}
-        data = json.dumps({**head, "sources": order}, separators=(",", ":")).encode()
         with os.fdopen(write, "wb") as pipe:  # the template reads it all before serving
-            pipe.write(b"".join((data, b"\n", *(b for pair in parts for b in pair))))
+            pipe.write(_modules({}, _TEMPLATE_MODULES, sources, code))
         return cls(proc, ours)
 
     def fork(
@@ -317,7 +325,7 @@ class Template:
         """
         if self.broken is not None:
             raise BootError(self.broken)
-        env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+        env = _environment(None)
         umask = os.umask(0o22)
         os.umask(umask)
         request_id = os.urandom(8).hex()
