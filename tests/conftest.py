@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import os
+from collections.abc import Callable, Iterator
 
 import pytest
 from backends import BACKEND_NAMES, Backend, make_backend
 from private_postgres import PrivateServer, require_psycopg
+from realsuites import SUITES, shared_plain_outcomes
 
 pytest_plugins = ["pytester"]
 
@@ -50,6 +52,20 @@ def private_server(private_postgres: PrivateServer) -> Iterator[PrivateServer]:
     yield private_postgres
     if not private_postgres.running:
         private_postgres.start()
+
+
+@pytest.fixture(scope="session")
+def plain_suite(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, str]]:
+    """Plain pytest's outcomes of a shipped real suite by name, run once per session.
+
+    Under xdist the cache is the folder all workers' base folders share, so that a
+    suite several tests compare against runs once in all, not once per test.
+    """
+    root = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        root = root.parent
+    cache = root / "plain-suites"
+    return lambda name: shared_plain_outcomes(SUITES[name], cache)
 
 
 @pytest.fixture(autouse=True)

@@ -16,6 +16,7 @@ Ids are relative to the hidden tests' folder, as in :class:`~pytest_ldd.sandbox.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -28,7 +29,7 @@ from typing import Any
 
 import pytest_ldd
 
-__all__ = ["SUITES", "RealSuite", "plain_outcomes", "stage_suite"]
+__all__ = ["SUITES", "RealSuite", "plain_outcomes", "shared_plain_outcomes", "stage_suite"]
 
 DATA = Path(__file__).parent / "data" / "suites"
 
@@ -180,3 +181,27 @@ def plain_outcomes(
         msg = f"plain pytest could not collect {errors}: the shipped suite is broken"
         raise AssertionError(msg)
     return found
+
+
+def shared_plain_outcomes(suite: RealSuite, cache: Path) -> dict[str, str]:
+    """Plain pytest's outcomes of a shipped suite, run once per test session.
+
+    ``cache`` is a folder that every xdist worker of the session shares.  The first
+    test to need a suite stages it there and runs it (another that needs it meanwhile
+    waits on the suite's lock); the others read the outcomes it wrote.  They depend on
+    the shipped files alone, never on where a copy of them is graded.
+    """
+    cache.mkdir(parents=True, exist_ok=True)
+    done = cache / f"{suite.name}.json"
+    with open(cache / f"{suite.name}.lock", "w", encoding="utf-8") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not done.exists():
+            staged = cache / suite.name
+            shutil.rmtree(staged, ignore_errors=True)
+            workspace, hidden = stage_suite(suite, staged)
+            found = plain_outcomes(workspace, hidden)
+            partial = done.with_suffix(".partial")
+            partial.write_text(json.dumps(found), encoding="utf-8")
+            partial.replace(done)
+    outcomes: dict[str, str] = json.loads(done.read_text(encoding="utf-8"))
+    return outcomes

@@ -7,13 +7,13 @@ says of the same files -- every test id with the same outcome -- and never a
 tampering accusation.  Plain pytest's outcomes are folded by ``realsuites`` from
 pytest's own reports, independently of the verifier's runner.
 
-In ``inprocess`` isolation (the default) the outcomes must be identical.  In
-``process`` isolation a test the isolation cannot carry may make the verdict
-inconclusive, but no test may do worse than under plain pytest in a conclusive verdict.
+In ``inprocess`` isolation (the default) the outcomes must be identical.  Process
+isolation's grading of the same suites is in ``test_real_suites_process.py``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,11 +34,7 @@ IN_CI = (
     "attrs", "boltons", "cachetools", "exceptiongroup", "iniconfig", "packaging", "pluggy",
     "semver", "six",
 )  # fmt: skip
-# What process isolation carries today: boltons and more_itertools pass judge objects
-# (slices, builtin callables) that cannot cross and fail tests instead.
-PROCESS = ("iniconfig", "packaging", "pluggy")
-
-RANK = {"passed": 0, "skipped": 0, "failed": 1, "error": 1}
+PlainSuite = Callable[[str], dict[str, str]]
 
 
 def _differences(plain: dict[str, str], graded: dict[str, str]) -> dict[str, tuple[str, str]]:
@@ -50,42 +46,26 @@ def _differences(plain: dict[str, str], graded: dict[str, str]) -> dict[str, tup
     }
 
 
-def _graded(name: str, tmp_path: Path, isolation: str) -> tuple[dict[str, str], Verdict, str]:
+def _graded(
+    name: str, tmp_path: Path, isolation: str, plain_suite: PlainSuite
+) -> tuple[dict[str, str], Verdict, str]:
     """Plain pytest's outcomes of a suite, its verdict, and what to show if they differ."""
     workspace, hidden = stage_suite(SUITES[name], tmp_path)
-    plain = plain_outcomes(workspace, hidden)
+    plain = plain_suite(name)
     verdict = run_hidden_tests(workspace, hidden, timeout=600, isolation=isolation)
     return plain, verdict, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
 
 
 @pytest.mark.parametrize("name", IN_CI)
 def test_a_real_suite_gets_plain_pytests_outcomes_in_the_default_isolation(
-    name: str, tmp_path: Path
+    name: str, tmp_path: Path, plain_suite: PlainSuite
 ) -> None:
-    plain, verdict, detail = _graded(name, tmp_path, "inprocess")
+    plain, verdict, detail = _graded(name, tmp_path, "inprocess", plain_suite)
     assert len(plain) > 40
     assert not verdict.tampered, detail
     assert not verdict.inconclusive, detail
     assert _differences(plain, dict(verdict.outcomes)) == {}, detail
     assert verdict.passed == (set(plain.values()) == {"passed"}), detail
-
-
-@pytest.mark.parametrize("name", PROCESS)
-def test_a_real_suite_does_no_worse_than_plain_pytest_in_process_isolation(
-    name: str, tmp_path: Path
-) -> None:
-    plain, verdict, detail = _graded(name, tmp_path, "process")
-    assert not verdict.tampered, detail
-    if verdict.inconclusive:
-        assert verdict.reason, detail
-        return
-    assert set(verdict.outcomes) == set(plain), detail
-    worse = {
-        test_id: (plain[test_id], outcome)
-        for test_id, outcome in verdict.outcomes.items()
-        if RANK[outcome] > RANK[plain[test_id]]
-    }
-    assert worse == {}, detail
 
 
 SUBTESTS = """import unittest
