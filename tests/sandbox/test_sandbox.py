@@ -1059,9 +1059,21 @@ def test_removal_is_iterative_and_never_changes_what_links_point_to(tmp_path: Pa
 def test_what_cannot_be_removed_is_a_warning_naming_it(
     task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(sandbox_module, "remove_tree", lambda root: ["ws/stuck"])
-    with pytest.warns(LddWarning, match=r"could not be removed whole: .*ws/stuck"):
-        assert run_hidden_tests(task.good, task.hidden).passed
+    roots: list[Path] = []
+
+    def stuck(root: Path) -> list[str]:
+        roots.append(root)
+        return ["ws/stuck"]
+
+    monkeypatch.setattr(sandbox_module, "remove_tree", stuck)
+    try:
+        with pytest.warns(LddWarning, match=r"could not be removed whole: .*ws/stuck"):
+            assert run_hidden_tests(task.good, task.hidden).passed
+    finally:
+        # The run's real folder, which the stand-in above left in place.
+        for root in roots:
+            assert leftovers.remove_tree(root) == []
+    assert roots
 
 
 def test_a_grader_failure_after_the_run_is_a_failed_verdict(
