@@ -55,6 +55,7 @@ from pytest_ldd._sandbox.staging import (
     check_extra_environment,
     child_environment,
     copy_workspace,
+    overlay_hidden,
     stage_hidden,
     workspace_modules,
 )
@@ -490,6 +491,9 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
     # The suite's folder exists from the start: the child's confinement names it.
     suite_root.parent.mkdir()
     modules = workspace_modules([copy / entry for entry in options.pythonpath])
+    # After the workspace's modules are listed: the links are the hidden tests', never
+    # the workspace's (they lead to the staged copy, which is filled in a moment).
+    overlay_hidden(copy, hidden, suite_root)
     runner_dir = root / "runner"
     runner_dir.mkdir()
     for name in _RUNNER_FILES:

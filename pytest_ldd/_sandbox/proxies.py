@@ -531,6 +531,9 @@ class Connection:
         self.lock = threading.RLock()
         # The hidden tests' folder (``folder/``), when the paths into it are watched.
         self.suite_root: str | None = None
+        # The hidden tests' entries linked into the working folder (the workspace copy):
+        # a relative path that starts with one of them leads into the hidden tests too.
+        self.suite_links: frozenset[str] = frozenset()
         self.suite_paths: list[str] = []
         self.started = False
         self.table = handles.HandleTable()
@@ -721,7 +724,10 @@ class Connection:
             # be one more request.
             if type(value) is str or isinstance(value, PurePath):
                 text = str(value)
-                if text.startswith(root) and len(self.suite_paths) < _LIMITS_PER_TEST:
+                into = text.startswith(root) or (
+                    self.suite_links and text.replace("\\", "/").split("/")[0] in self.suite_links
+                )
+                if into and len(self.suite_paths) < _LIMITS_PER_TEST:
                     self.suite_paths.append(text)
 
     def binary(self, op: str, left: Any, right: Any) -> Any:
@@ -982,7 +988,8 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def _in_workspace(self, name: str) -> bool:
         for root in self.roots:
             if (root / name).is_dir() or (root / f"{name}.py").is_file():
-                return True
+                # The hidden tests' entries linked into the working folder are theirs.
+                return self._linked_to_suite(root, name) is None
             try:
                 if any(
                     entry.name.startswith(f"{name}.") and entry.name.endswith((".so", ".pyd"))
@@ -993,6 +1000,17 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 continue
         return False
 
+    def _linked_to_suite(self, root: Path, name: str) -> str | None:
+        """The folder of the hidden tests that ``name`` in a workspace folder resolves
+        into, or None: the staged copy is then imported, never the link."""
+        if self.suite is None:
+            return None
+        for found in (root / name, root / f"{name}.py"):
+            real = os.path.realpath(found)
+            if os.path.lexists(found) and real.startswith(self.suite):
+                return os.path.dirname(real)
+        return None
+
     def find_spec(
         self, fullname: str, path: Sequence[str] | None = None, target: Any = None
     ) -> importlib.machinery.ModuleSpec | None:
@@ -1000,11 +1018,16 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         if parent:
             if not isinstance(sys.modules.get(parent), ProxyModule):
                 return None
-        elif (
-            fullname in self.protected
-            or not self._in_workspace(fullname)
-            or self._in_suite(fullname)
-        ):
+        elif fullname in self.protected or self._in_suite(fullname):
+            return None
+        elif not self._in_workspace(fullname):
+            # An entry of the hidden tests linked into a workspace folder is found
+            # there, as plain pytest run from the repository's root finds it: the
+            # judge imports it itself, from the staged copy the link leads to.
+            for root in self.roots:
+                real = self._linked_to_suite(root, fullname)
+                if real is not None:
+                    return importlib.machinery.PathFinder.find_spec(fullname, [real])
             return None
         return importlib.machinery.ModuleSpec(fullname, self, origin="ldd-subject")
 
@@ -1049,6 +1072,23 @@ def _of_workspace(value: Any) -> bool:
     return isinstance(value, ProxyModule) or is_stand_in(value)
 
 
+def _linked_into(folder: str, suite: str) -> frozenset[str]:
+    """The entries of ``folder`` that are links to the same entry of ``suite``.
+
+    Read before any test runs, so before workspace code could add one of its own.
+    """
+    try:
+        names = os.listdir(suite)
+    except OSError:
+        return frozenset()
+    return frozenset(
+        name
+        for name in names
+        if os.path.islink(os.path.join(folder, name))
+        and os.path.realpath(os.path.join(folder, name)) == os.path.join(suite, name)
+    )
+
+
 def isolation_guard(
     pytest: Any, connection: Connection, channel: Any = None, suite: str | None = None
 ) -> Any:
@@ -1065,6 +1105,7 @@ def isolation_guard(
     sync.forward_codecs(connection)
     if suite is not None:
         connection.suite_root = os.path.join(os.path.realpath(suite), "")
+        connection.suite_links = _linked_into(os.getcwd(), connection.suite_root)
         patched = watching.watch_patches(pytest, connection.suite_root, _of_workspace)
 
     class IsolationGuard:

@@ -203,6 +203,33 @@ def workspace_modules(folders: Sequence[Path]) -> frozenset[str]:
     return frozenset(names)
 
 
+def overlay_hidden(workspace: Path, hidden: Path, staged: Path) -> tuple[str, ...]:
+    """Link each top-level entry of the hidden tests into the workspace copy; return
+    the names linked.
+
+    A suite's authors run it from their repository's root, where its test folder sits
+    beside the code: a test that opens ``tests/data.txt`` relative to the working
+    folder finds it there.  The run's working folder is the workspace copy, so the same
+    relative path leads, through a link, to the staged hidden tests.  An entry the
+    workspace has of its own keeps it (the workspace's files are never replaced), and
+    nothing is linked for a hidden test that is a single file.  Links are relative, so
+    a wrapper that binds the run's folder elsewhere keeps them.
+    """
+    if not hidden.is_dir():
+        return ()
+    linked: list[str] = []
+    for entry in sorted(hidden.iterdir(), key=lambda path: path.name):
+        name = entry.name
+        if name in _NEVER_COPIED or name.endswith(_BYTECODE):
+            continue
+        link = workspace / name
+        if os.path.lexists(link):
+            continue
+        os.symlink(os.path.relpath(staged / name, workspace), link)
+        linked.append(name)
+    return tuple(linked)
+
+
 def stage_hidden(
     src: Path,
     dst: Path,

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from realsuites import SUITES, plain_outcomes, stage_suite
 
-from pytest_ldd.sandbox import Verdict, run_hidden_tests
+from pytest_ldd.sandbox import Verdict, grade_many, run_hidden_tests
 
 # more_itertools' plain run alone takes ~17 s on a loaded machine: the others keep
 # CI's share of this file near a minute and a half on two workers, and span a plugin
@@ -181,3 +181,103 @@ def test_canaries_collected_again_elsewhere_are_canaries_there_too(
     verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
     assert verdict.tampered, verdict.reason
     assert not verdict.passed
+
+
+RELATIVE = {
+    "tests/__init__.py": "",
+    "tests/numbers.txt": "1 2 3\n",
+    # A helper of the tests' own, imported through their package: test code, however
+    # it reaches the working folder, never the workspace's.
+    "tests/helpers.py": (
+        "class AnyList:\n    def __eq__(self, other):\n        return isinstance(other, list)\n"
+    ),
+    "tests/test_files.py": """from pathlib import Path
+
+from calc import read_numbers
+from tests.helpers import AnyList
+
+
+def test_reads_its_data_relative_to_the_working_folder():
+    assert Path("tests/numbers.txt").read_text(encoding="utf-8").split() == ["1", "2", "3"]
+
+
+def test_lists_the_working_folder():
+    assert Path("tests").is_dir()
+    assert "test_files.py" in {path.name for path in Path("tests").iterdir()}
+
+
+def test_hands_the_workspace_a_relative_path():
+    assert read_numbers("tests/numbers.txt") == [1, 2, 3]
+
+
+def test_compares_with_a_helper_of_its_own():
+    assert read_numbers("tests/numbers.txt") == AnyList()
+""",
+}
+READ = (
+    "def read_numbers(path):\n"
+    "    with open(path, encoding='utf-8') as handle:\n"
+    "        return [int(x) for x in handle.read().split()]\n"
+)
+HANDED = ("tests/test_files.py::test_hands_the_workspace_a_relative_path",
+          "tests/test_files.py::test_compares_with_a_helper_of_its_own")  # fmt: skip
+
+
+def _relative_task(
+    tmp_path: Path, workspace_files: dict[str, str], *, package: bool = True
+) -> tuple[Path, Path]:
+    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
+    tests = {rel: text for rel, text in RELATIVE.items() if package or "__init__" not in rel}
+    for root, files in ((workspace, {"calc.py": READ, **workspace_files}), (hidden, tests)):
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+    return workspace, hidden
+
+
+@pytest.mark.parametrize(("start", "package"), [("cold", True), ("warm", True), ("cold", False)])
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_a_test_finds_its_folder_relative_to_the_working_folder_as_in_its_repository(
+    isolation: str, start: str, package: bool, tmp_path: Path
+) -> None:
+    # pyparsing's testParseFile opens "tests/parsefiletest_input_file.txt": its authors
+    # run pytest from the repository's root, where tests/ sits beside the package.
+    # Without tests/__init__.py, "from tests.helpers import ..." finds tests/ there too
+    # (python -m pytest puts the working folder on sys.path).
+    workspace, hidden = _relative_task(tmp_path, {}, package=package)
+    plain = plain_outcomes(workspace, hidden)
+    assert set(plain.values()) == {"passed"}
+    if start == "warm":
+        ((_, verdict),) = grade_many([(workspace, hidden)], timeout=120, isolation=isolation)
+    else:
+        verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    assert not (workspace / "tests").exists()  # the agent's folder is never touched
+    if isolation == "inprocess":
+        assert dict(verdict.outcomes) == plain, detail
+        assert verdict.passed, detail
+        return
+    # The subject may not read the hidden tests' files: a workspace handed a path into
+    # them cannot be judged, never failed; the test code itself reads them as plain.
+    assert verdict.inconclusive, detail
+    for test_id, outcome in plain.items():
+        assert verdict.outcomes[test_id] == outcome or test_id in HANDED, detail
+    for test_id in HANDED:
+        if verdict.outcomes[test_id] != "passed":
+            assert f"{test_id} could not be judged: the test failed after handing" in detail
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_a_workspace_entry_of_the_hidden_tests_name_is_the_workspaces(
+    isolation: str, tmp_path: Path
+) -> None:
+    # The workspace's own tests/ is never replaced: its file is what a relative path
+    # reads, and after the run it is as the agent left it.
+    workspace, hidden = _relative_task(tmp_path, {"tests/numbers.txt": "7 8 9\n"})
+    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    for name in ("reads_its_data_relative_to_the_working_folder", "lists_the_working_folder"):
+        assert verdict.outcomes[f"tests/test_files.py::test_{name}"] == "failed", detail
+    assert (workspace / "tests" / "numbers.txt").read_text(encoding="utf-8") == "7 8 9\n"
