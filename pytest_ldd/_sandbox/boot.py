@@ -48,6 +48,9 @@ __all__ = [
 SUBJECT_MODULES = ("wire", "containers", "handles", "stubs", "calls", "rng", "subject")
 _HELLO_S = 30.0
 
+# Why a subject that outlived the verdict's timeout was ended (the judge reports it).
+TIMED_OUT = "the subject process did not answer within the verdict's timeout"
+
 
 def _bootstrap(stream: str, *, confine_first: bool, then: str) -> str:
     """A subject interpreter's ``-c`` program: load the subject's modules from ``stream``.
@@ -230,8 +233,7 @@ class Boot:
         while True:
             left = limit - time.monotonic()
             if left <= 0:
-                msg = "the subject process did not answer within the verdict's timeout"
-                raise BootError(msg)
+                raise BootError(TIMED_OUT)
             if poller.poll(min(left, 1.0) * 1000):
                 return
 

@@ -77,6 +77,8 @@ class ChannelLog:
     duplicates: list[str] = field(default_factory=list)
     finish: int | None = None
     after_finish: int = 0
+    # Process isolation: the subject was ended at the verdict's timeout.
+    subject_timed_out: bool = False
     liars: list[tuple[str, str]] = field(default_factory=list)
     # Test id -> the line of its test file a failed test left it at.
     lines: dict[str, int] = field(default_factory=dict)
@@ -219,6 +221,8 @@ def _take(log: ChannelLog, kind: str, record: dict[str, Any]) -> None:
                         log.seen[nodeid] = seen
         elif kind == "finish":
             log.finish = int(record["exit"])
+        elif kind == "subject_timeout":
+            log.subject_timed_out = True
         else:
             log.problems.append(f"a report record had the unknown kind {kind[:40]!r}")
     except (KeyError, TypeError, ValueError, ArithmeticError):

@@ -396,6 +396,10 @@ def _judge_run(
         found.failures.append(unchecked)
     if run.timed_out:
         found.failures.append(f"timed out after {timeout:g} s")
+    elif log.subject_timed_out:
+        found.failures.append(
+            f"timed out after {timeout:g} s: the subject process did not answer in time"
+        )
     if run.output_capped:
         found.failures.append(f"output exceeded {output_bytes} bytes: the test process was killed")
     if killed_by_us:

@@ -224,10 +224,15 @@ def main() -> int:
         identity=proxies.identity_watch(connection),
     )
     proxies.watch_identities(str(settings["suite"]), connection)
+    proxies.watch_collector(str(settings["suite"]), connection)
     proxies.watch_subclassing()
     guard = proxies.isolation_guard(pytest, connection, channel, suite=str(settings["suite"]))
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))
     guard.after_run()
+    if connection.broken is not None and sys.modules["_ldd_boot"].TIMED_OUT in connection.broken:
+        # The subject outlived the verdict's timeout: the tests after it failed fast,
+        # and the verdict says why.
+        channel.send("subject_timeout")
     channel.send("finish", exit=code)
     connection.close()
     return code

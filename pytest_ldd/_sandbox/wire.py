@@ -941,9 +941,13 @@ class Peer:
                 raise WireError(msg)
             self._nesting += 1
             self.on_released(released)
+        # What the answer names stays alive until it is sent: the releases gathered
+        # before it is written must not include an object it names (an error of a test's
+        # own exception class, raised by workspace code, names that class).
+        answer: Any = None
         try:
             try:
-                value = self._serve(op, args)
+                answer = value = self._serve(op, args)
                 with self.lock:
                     try:
                         body = self.encoder.encode(("r", seq, value))
@@ -951,11 +955,13 @@ class Peer:
                         reason = f"isolation='process' cannot carry the answer to {op!r}: {exc}"
                         raise self.on_cannot_cross(reason) from None
             except BaseException as exc:
+                answer = exc
                 with self.lock:
                     body = self._error_body(seq, exc)
             with self.lock:
                 self._send_body(body)
         finally:
+            del answer  # no cycle through the traceback of an error it held
             with self.lock:
                 self._nesting -= 1
 

@@ -2563,6 +2563,81 @@ def test_a_workspace_exception_class_called_by_the_tests_constructs_at_its_owner
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
 
 
+def test_workspace_code_raising_a_tests_own_exception_class_keeps_the_subject(
+    task: SimpleNamespace,
+) -> None:
+    # funcy's test_raiser: raiser(MyError)() raises the test's class.  The subject's
+    # stand-in of the class died once the error was encoded, and its release reached
+    # the judge before the error that names it: the subject was ended, and every later
+    # test of the run failed with it.
+    _both_pass(
+        task,
+        {
+            "raising.py": (
+                "def raise_it(exc_class, *args):\n    raise exc_class(*args)\n\n\n"
+                "def raise_bare(exc_class):\n    raise exc_class\n\n\n"
+                "def make(exc_class):\n    return exc_class('made')\n\n\n"
+                "def double(x):\n    return 2 * x\n"
+            )
+        },
+        {
+            "test_a_raising.py": (
+                "import pytest\n\nimport raising\n\n\n"
+                "class MyError(Exception):\n    pass\n\n\n"
+                "class Detailed(ValueError):\n"
+                "    def __init__(self, code, text):\n"
+                "        super().__init__(text)\n        self.code = code\n\n\n"
+                "def test_raised_with_arguments():\n"
+                "    with pytest.raises(Detailed) as info:\n"
+                "        raising.raise_it(Detailed, 7, 'seven')\n"
+                "    assert info.value.code == 7\n\n\n"
+                "def test_raised_bare():\n"
+                "    with pytest.raises(MyError):\n        raising.raise_bare(MyError)\n\n\n"
+                "def test_made_and_returned():\n"
+                "    made = raising.make(MyError)\n"
+                "    assert isinstance(made, MyError)\n    assert str(made) == 'made'\n"
+            ),
+            "test_b_later.py": (
+                "import raising\n\n\n"
+                "def test_a_later_test_calls_the_workspace():\n"
+                "    assert raising.double(21) == 42\n"
+            ),
+        },
+    )
+
+
+def test_a_test_that_counts_the_judges_objects_with_gc_is_inconclusive_if_it_fails(
+    task: SimpleNamespace,
+) -> None:
+    # sortedcontainers' test_ref_counts: the judge's stand-in of the object outlives it
+    # until its release is sent, so the count after `del` is one too many.
+    _write(task.ws, {"box.py": "class Box:\n    pass\n"})
+    _write(
+        task.hidden,
+        {
+            "test_box.py": (
+                "import gc\n\nimport box\n\n\n"
+                "def test_ref_counts():\n"
+                "    start = len(gc.get_objects())\n"
+                "    temp = box.Box()\n"
+                "    assert len(gc.get_objects()) > start\n"
+                "    del temp\n"
+                "    assert len(gc.get_objects()) == start\n\n\n"
+                "def test_counted_and_passed():\n"
+                "    assert len(gc.get_objects()) > 0\n"
+                "    assert isinstance(box.Box(), box.Box)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.outcomes["test_box.py::test_counted_and_passed"] == "passed"
+    if not process.passed:
+        assert process.inconclusive, process.reason
+        assert "test_box.py::test_ref_counts could not be judged" in process.reason
+        assert "through gc" in process.reason
+
+
 def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleNamespace) -> None:
     _write(task.ws, {"listed.py": "import re\n\nVALUE = 1\n"})
     _write(
