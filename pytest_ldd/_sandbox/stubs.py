@@ -451,6 +451,25 @@ def _remote_method(name: str) -> Any:
     return method
 
 
+class _InstanceDoc:
+    """``__doc__`` of a stand-in class whose instances may carry their own.
+
+    On the class it is the class's docstring, as described; on an instance it is asked
+    of the owner, where ``self.__doc__ = ...`` in ``__init__`` (funcy's
+    ``cached_property`` copies its function's) sets one of the instance's own.
+    """
+
+    __slots__ = ("doc",)
+
+    def __init__(self, doc: Any) -> None:
+        self.doc = doc
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self.doc
+        return _link(obj).getattr(obj, "__doc__")
+
+
 def _remote_attribute(name: str) -> property:
     def get(self: Any) -> Any:
         return _link(self).getattr(self, name)
@@ -841,6 +860,8 @@ class StandIns:
                 # The native base's methods would answer here: they are the remote's.
                 for name in _NATIVE_METHODS.get(base.__name__, ()):
                     namespace.setdefault(name, _remote_method(name))
+            if not record.flags & handles.OWN_DOC:
+                namespace["__doc__"] = _InstanceDoc(record.doc)
             made = type.__new__(self._metaclass(meta), record.name, (Proxy, *native), namespace)
             self._fix_own_doc(made, record)
         type.__setattr__(made, "__qualname__", record.qualname)

@@ -2638,6 +2638,35 @@ def test_a_test_that_counts_the_judges_objects_with_gc_is_inconclusive_if_it_fai
         assert "through gc" in process.reason
 
 
+def test_an_instances_own_docstring_is_its_own_and_its_classs_the_classs(
+    task: SimpleNamespace,
+) -> None:
+    # funcy's cached_property sets self.__doc__ to its function's docstring.
+    _both_pass(
+        task,
+        {
+            "desc.py": (
+                "class Described:\n    \"\"\"The class's own docstring.\"\"\"\n\n"
+                "    def __init__(self, doc=None):\n"
+                "        if doc is not None:\n            self.__doc__ = doc\n\n\n"
+                "class Bare:\n    pass\n"
+            )
+        },
+        {
+            "test_desc.py": (
+                "import inspect\n\nimport desc\n\n\n"
+                "def test_the_instances_own():\n"
+                "    assert desc.Described('mine').__doc__ == 'mine'\n\n\n"
+                "def test_the_classs():\n"
+                "    assert desc.Described.__doc__ == \"The class's own docstring.\"\n"
+                "    assert desc.Described().__doc__ == \"The class's own docstring.\"\n"
+                "    assert inspect.getdoc(desc.Described) == \"The class's own docstring.\"\n"
+                "    assert desc.Bare.__doc__ is None\n    assert desc.Bare().__doc__ is None\n"
+            )
+        },
+    )
+
+
 def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleNamespace) -> None:
     _write(task.ws, {"listed.py": "import re\n\nVALUE = 1\n"})
     _write(
