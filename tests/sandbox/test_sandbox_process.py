@@ -2667,6 +2667,40 @@ def test_an_instances_own_docstring_is_its_own_and_its_classs_the_classs(
     )
 
 
+def test_a_tests_datetime_subclass_keeps_its_own_classmethods_in_workspace_code(
+    task: SimpleNamespace,
+) -> None:
+    # parse's suite freezes the year: a datetime subclass whose classmethod today()
+    # is its own, patched into the workspace module or handed over.  Read off the
+    # class in the subject, the member was a property of the instances.
+    _both_pass(
+        task,
+        {
+            "yr.py": (
+                "from datetime import datetime\n\n\n"
+                "def this_year():\n    return datetime.today().year\n\n\n"
+                "def build(cls):\n    return cls.today().year\n\n\n"
+                "def shown(value):\n    return value.isoformat()\n"
+            )
+        },
+        {
+            "test_yr.py": (
+                "from datetime import datetime\n\nimport yr\n\n\n"
+                "class Frozen(datetime):\n"
+                "    @classmethod\n    def today(cls):\n        return cls(2024, 6, 15)\n\n"
+                "    def isoformat(self, sep='T', timespec='auto'):\n"
+                "        return 'frozen'\n\n\n"
+                "def test_patched_into_the_workspace(monkeypatch):\n"
+                "    monkeypatch.setattr(yr, 'datetime', Frozen)\n"
+                "    assert yr.this_year() == 2024\n\n\n"
+                "def test_handed_over():\n    assert yr.build(Frozen) == 2024\n\n\n"
+                "def test_its_own_method_on_an_instance():\n"
+                "    assert yr.shown(Frozen(2024, 6, 15)) == 'frozen'\n"
+            )
+        },
+    )
+
+
 def test_every_name_dir_gives_of_a_workspace_module_can_be_read(task: SimpleNamespace) -> None:
     _write(task.ws, {"listed.py": "import re\n\nVALUE = 1\n"})
     _write(
