@@ -13,6 +13,7 @@ isolation's grading of the same suites is in ``test_real_suites_process.py``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -266,6 +267,10 @@ def test_a_test_finds_its_folder_relative_to_the_working_folder_as_in_its_reposi
     for test_id in HANDED:
         if verdict.outcomes[test_id] != "passed":
             assert f"{test_id} could not be judged: the test failed after handing" in detail
+    # A twin that met the limit too is its original's, never named by its own id.
+    named = re.findall(r"(?:^|; )(\S+) could not be judged", verdict.reason)
+    assert named
+    assert set(named) <= set(plain), verdict.reason
 
 
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])
