@@ -262,7 +262,7 @@ def test_a_parameter_id_may_hold_colons_and_brackets() -> None:
     assert _base("test_u.py::test_z") == "test_u.py::test_z"
 
 
-def test_the_hidden_tests_own_limits_are_named_before_a_canarys() -> None:
+def test_the_hidden_tests_own_limits_are_named_and_a_canarys_never() -> None:
     carried = [
         ("test_a.py::test_x_values", "a twin met it"),
         ("test_a.py::test_round", "a canary met it"),
@@ -271,8 +271,16 @@ def test_the_hidden_tests_own_limits_are_named_before_a_canarys() -> None:
     judgement = _judged({**CLEAN, "test_b.py::test_z": "failed"}, inconclusive=carried)
     assert _state(judgement) == "inconclusive"
     assert judgement.reason.startswith(
-        "test_b.py::test_z could not be judged: a generator cannot cross;"
+        "test_b.py::test_z could not be judged: a generator cannot cross"
     )
+    # A canary's id is the grader's secret, and a twin fails by design.
+    assert "test_x_values" not in judgement.reason
+    assert "test_round" not in judgement.reason
+    # Where only canaries met a limit, the run still could not be judged whole.
+    judgement = _judged(dict(CLEAN), inconclusive=carried[:2])
+    assert _state(judgement) == "inconclusive"
+    assert judgement.reason.startswith("a canary test could not be judged: a twin met it")
+    assert "test_x_values" not in judgement.reason
 
 
 # Which side of a failed original's ``==`` is the expected value: read from the staged
