@@ -1018,20 +1018,22 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 return True
         return False
 
-    def _in_workspace(self, name: str) -> bool:
+    def _where(self, name: str) -> str | None:
+        """Where the workspace's folders hold ``name`` first: ``""`` for a module of the
+        workspace, the staged hidden tests' folder for an entry of theirs linked there,
+        None when no folder holds it."""
         for root in self.roots:
             if (root / name).is_dir() or (root / f"{name}.py").is_file():
-                # The hidden tests' entries linked into the working folder are theirs.
-                return self._linked_to_suite(root, name) is None
+                return self._linked_to_suite(root, name) or ""
             try:
                 if any(
                     entry.name.startswith(f"{name}.") and entry.name.endswith((".so", ".pyd"))
                     for entry in os.scandir(root)
                 ):
-                    return True
+                    return ""
             except OSError:
                 continue
-        return False
+        return None
 
     def _linked_to_suite(self, root: Path, name: str) -> str | None:
         """The folder of the hidden tests that ``name`` in a workspace folder resolves
@@ -1053,15 +1055,15 @@ class WorkspaceFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
                 return None
         elif fullname in self.protected or self._in_suite(fullname):
             return None
-        elif not self._in_workspace(fullname):
-            # An entry of the hidden tests linked into a workspace folder is found
-            # there, as plain pytest run from the repository's root finds it: the
-            # judge imports it itself, from the staged copy the link leads to.
-            for root in self.roots:
-                real = self._linked_to_suite(root, fullname)
-                if real is not None:
-                    return importlib.machinery.PathFinder.find_spec(fullname, [real])
-            return None
+        else:
+            where = self._where(fullname)
+            if where is None:
+                return None
+            if where:
+                # An entry of the hidden tests linked into a workspace folder is found
+                # there, as plain pytest run from the repository's root finds it: the
+                # judge imports it itself, from the staged copy the link leads to.
+                return importlib.machinery.PathFinder.find_spec(fullname, [where])
         return importlib.machinery.ModuleSpec(fullname, self, origin="ldd-subject")
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:

@@ -947,10 +947,10 @@ class Peer:
         answer: Any = None
         try:
             try:
-                answer = value = self._serve(op, args)
+                answer = self._serve(op, args)
                 with self.lock:
                     try:
-                        body = self.encoder.encode(("r", seq, value))
+                        body = self.encoder.encode(("r", seq, answer))
                     except CannotCross as exc:
                         reason = f"isolation='process' cannot carry the answer to {op!r}: {exc}"
                         raise self.on_cannot_cross(reason) from None

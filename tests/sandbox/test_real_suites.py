@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from realsuites import SUITES, plain_outcomes, stage_suite
 
-from pytest_ldd.sandbox import Verdict, grade_many, run_hidden_tests
+from pytest_ldd.sandbox import grade_many, run_hidden_tests
 
 # more_itertools' plain run alone takes ~17 s on a loaded machine: the others keep
 # CI's share of this file near a minute and a half on two workers, and span a plugin
@@ -47,21 +47,14 @@ def _differences(plain: dict[str, str], graded: dict[str, str]) -> dict[str, tup
     }
 
 
-def _graded(
-    name: str, tmp_path: Path, isolation: str, plain_suite: PlainSuite
-) -> tuple[dict[str, str], Verdict, str]:
-    """Plain pytest's outcomes of a suite, its verdict, and what to show if they differ."""
-    workspace, hidden = stage_suite(SUITES[name], tmp_path)
-    plain = plain_suite(name)
-    verdict = run_hidden_tests(workspace, hidden, timeout=600, isolation=isolation)
-    return plain, verdict, f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
-
-
 @pytest.mark.parametrize("name", IN_CI)
 def test_a_real_suite_gets_plain_pytests_outcomes_in_the_default_isolation(
     name: str, tmp_path: Path, plain_suite: PlainSuite
 ) -> None:
-    plain, verdict, detail = _graded(name, tmp_path, "inprocess", plain_suite)
+    workspace, hidden = stage_suite(SUITES[name], tmp_path)
+    plain = plain_suite(name)
+    verdict = run_hidden_tests(workspace, hidden, timeout=600, isolation="inprocess")
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
     assert len(plain) > 40
     assert not verdict.tampered, detail
     assert not verdict.inconclusive, detail
