@@ -39,6 +39,7 @@ from pytest_ldd._sandbox.channel import ChannelLog
 from pytest_ldd._sandbox.integrity import read_regular
 from pytest_ldd._sandbox.process import ChildRun
 from pytest_ldd._sandbox.staging import HiddenSuite
+from pytest_ldd._sandbox.twins import parse
 
 __all__ = ["Judgement", "judge"]
 
@@ -542,7 +543,7 @@ def _expected_side(path: Path, start: int, end: int) -> int | None:
     if source is None or len(source) > _TEST_FILE_BYTES:
         return None
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     for node in ast.walk(tree):

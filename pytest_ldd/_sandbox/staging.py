@@ -23,7 +23,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
-from pytest_ldd._sandbox.twins import Twin, plant_twins
+from pytest_ldd._sandbox.twins import Twin, parse, plant_twins
 from pytest_ldd.errors import SandboxError
 
 __all__ = [
@@ -276,7 +276,7 @@ def stage_hidden(
         rel = path.relative_to(dst).as_posix()
         source = path.read_bytes()
         try:
-            tree = ast.parse(source, filename=str(path))
+            tree = parse(source, filename=str(path))
         except (SyntaxError, ValueError, RecursionError):
             # Left as written, for pytest to decide, as under plain pytest: a conftest.py
             # may ignore it (syntax of a newer Python), else it is a collection error.
@@ -308,7 +308,7 @@ def stage_hidden(
     if not must_fail:
         # Every hidden file opts out of collection: the canaries get a file of their own.
         path = dst / f"test_{rng.choice(_FALLBACK_WORDS)}_{rng.randrange(10, 99)}.py"
-        planted, fail_name, pass_name = plant_canaries(b"", ast.parse(b""), [], rng)
+        planted, fail_name, pass_name = plant_canaries(b"", parse(b""), [], rng)
         path.write_bytes(planted)
         files.append(path)
         must_fail.add(f"{path.name}::{fail_name}")
@@ -342,7 +342,7 @@ def _with_twins(
     draw = _name_drawer(source, names, rng, taken)
     try:
         if tree is None:
-            tree = ast.parse(source)
+            tree = parse(source)
         return plant_twins(source, tree, names, draw, rng, workspace_modules=workspace_modules)
     except (RecursionError, ValueError, SyntaxError):  # an unusual file: no twins
         return source, []
@@ -576,7 +576,7 @@ def _splice(lines: list[bytes], inserts: Mapping[int, list[str]]) -> bytes:
 def _defining(source: bytes, names: Sequence[str]) -> ast.Module | None:
     """``source`` parsed, if it defines ``names`` at the top level; else None."""
     try:
-        tree = ast.parse(source)
+        tree = parse(source)
     except (SyntaxError, ValueError, RecursionError):
         return None
     top = {node.name for node in tree.body if isinstance(node, ast.FunctionDef)}

@@ -50,6 +50,7 @@ import ast
 import io
 import random
 import sys
+import threading
 import tokenize
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -58,7 +59,19 @@ from typing import Any, TypeVar
 
 from pytest_ldd._sandbox.probes import draw_like, shape_of
 
-__all__ = ["HEAVY_SIZE", "TWINS_PER_TEST", "TWIN_ROWS", "Twin", "plant_twins"]
+__all__ = ["HEAVY_SIZE", "TWINS_PER_TEST", "TWIN_ROWS", "Twin", "parse", "plant_twins"]
+
+# CPython 3.11 keeps the AST converter's recursion depth in state that threads share:
+# two threads parsing at once can fail with "AST constructor recursion depth mismatch"
+# (python/cpython#106905).  grade_many stages and judges verdicts on threads, so
+# every parse of the grader's takes this lock.
+_PARSING = threading.Lock()
+
+
+def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse``, one thread at a time."""
+    with _PARSING:
+        return ast.parse(source, filename=filename)
 
 # Parameter sets a twin of a parametrized test keeps (their product, over its decorators).
 TWIN_ROWS = 3
@@ -1315,7 +1328,7 @@ def _splice(
             out.append(lines[index])
     text = b"".join(out)
     try:
-        spliced = ast.parse(text)
+        spliced = parse(text)
     except (SyntaxError, ValueError):
         return source, []
     twins = []

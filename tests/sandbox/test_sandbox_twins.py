@@ -8,6 +8,7 @@ from __future__ import annotations
 import ast
 import copy
 import random
+import threading
 from pathlib import Path
 
 import pytest
@@ -15,6 +16,7 @@ from sandbox_support import write_tree
 from staged_runs import run_staged, twin_report
 
 import pytest_ldd.sandbox
+from pytest_ldd._sandbox import twins
 from pytest_ldd._sandbox.staging import _FALLBACK_WORDS, HiddenSuite, stage_hidden
 from pytest_ldd._sandbox.twins import _copied, plant_twins
 from pytest_ldd.sandbox import run_hidden_tests
@@ -868,3 +870,22 @@ def test_a_test_whose_twin_moved_a_counter_is_inconclusive_never_failed(
         if seen == {"before", "after"}:
             break
     assert seen == {"before", "after"}
+
+
+def test_the_graders_parses_take_turns_across_threads(tmp_path: Path) -> None:
+    # CPython 3.11's AST converter keeps its recursion depth in state threads share:
+    # grade_many's threads staging at once failed with "AST constructor recursion depth
+    # mismatch".  Every parse of the grader waits for the one in progress.
+    parsed: list[ast.Module] = []
+    with twins._PARSING:
+        other = threading.Thread(target=lambda: parsed.append(twins.parse("x = 1\n")))
+        other.start()
+        other.join(0.5)
+        assert other.is_alive()  # waiting for the parse in progress
+        assert not parsed
+    other.join(10)
+    assert [ast.dump(tree) for tree in parsed] == [ast.dump(ast.parse("x = 1\n"))]
+    # Staging and the judge parse through it: none of them calls ast.parse itself.
+    for module in ("staging.py", "twins.py", "judge.py"):
+        text = (Path(twins.__file__).parent / module).read_text(encoding="utf-8")
+        assert text.count("ast.parse(") == (1 if module == "twins.py" else 0), module
