@@ -15,7 +15,9 @@ A value is one tag byte and its payload:
 ``x``  a stdlib value type: one kind byte (path, datetime, date, time, timedelta,
        Decimal, Fraction, UUID, OrderedDict, Counter, defaultdict, deque, a
        generic alias such as ``list[int]``, a union such as ``Optional[int]`` or
-       ``int | None``, a compiled regular expression) and the value's parts as data
+       ``int | None``, a compiled regular expression, a form of ``typing`` such as
+       ``Literal['a']`` or ``List[int]``, a read-only memoryview of bytes) and the
+       value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``R``  a module-level function of ``random`` (``random.choice``), by name: the two
        sides keep their generators in step (``rng.py``), so each side's
@@ -101,6 +103,15 @@ _X_ALIAS = 12
 _X_TYPING_UNION, _X_UNION = 13, 14
 # A compiled regular expression: its pattern (str or bytes) and flags.
 _X_PATTERN = 15
+# A form of ``typing`` with arguments (``Literal['a', 1]``, ``List[int]``,
+# ``Callable[[int], str]``, ``Annotated[int, 'unit']``): its name in ``typing`` and
+# its arguments, the form rebuilt from them (``typing.get_args`` reads them there).
+_X_TYPING_FORM = 16
+# A read-only one-dimensional memoryview of bytes (``memoryview(b"...")``): its bytes
+# and format, a view of a copy there.  A writable view writes into the sender's
+# buffer, so it stays a handle.
+_X_MEMORYVIEW = 17
+_VIEW_FORMATS = frozenset({"B", "b", "c"})
 _MAX_PATTERN = 100_000
 
 # The builtin types that may cross by name: the types themselves, never functions.
@@ -270,6 +281,12 @@ class Encoder:
                 self._put(part, out, depth + 1)
         elif value is Ellipsis or value is NotImplemented:
             out.append(b"E" if value is Ellipsis else b"K")
+        elif cls is memoryview and (view := _view_parts(value)) is not None:
+            out += (b"x", bytes((_X_MEMORYVIEW,)))
+            self._put(view, out, depth + 1)
+        elif cls in _TYPING_FORMS and (form := typing_form_parts(value)) is not None:
+            out += (b"x", bytes((_X_TYPING_FORM,)))
+            self._put(form, out, depth + 1)
         elif cls in _STDLIB:
             if self._mark_value is not None and cls in _DATETIMES:
                 self._marked(value, out, self._mark_value)
@@ -334,6 +351,116 @@ _STDLIB: dict[type, int] = {
 
 
 _UNIONS = (_TYPING_UNION, types.UnionType)
+
+# The classes of ``typing``'s subscripted forms (private to ``typing``, so looked up
+# from instances): ``Literal[1]``, ``List[int]``, ``Callable[[int], str]``,
+# ``Annotated[int, 0]``.  A generic class of code's own (``Box[int]``) is of the first
+# kind too, but has no name in ``typing``: it stays a handle.  The bare forms
+# (``typing.Literal``, ``typing.Union``, ``typing.List``, ``typing.Tuple``,
+# ``typing.Callable``) cross by their name, with no arguments.
+_BARE_FORMS = frozenset(
+    type(getattr(typing, name)) for name in ("Literal", "Union", "List", "Tuple", "Callable")
+)
+_TYPING_FORMS = _BARE_FORMS | frozenset(
+    type(form)
+    for form in (
+        typing.Literal[1],
+        typing.List[int],  # noqa: UP006 - the typing form itself
+        typing.Callable[[int], int],
+        typing.Annotated[int, 0],
+    )
+)
+# The values a ``Literal`` (or an ``Annotated``'s metadata) may hold here: plain
+# scalars.  Building a form hashes its arguments, and a handle's hash would be a call
+# to the other side in the middle of decoding.
+_LITERAL_ARGS = (type(None), bool, int, float, str, bytes)
+
+
+def _form_arguments_ok(name: str, args: tuple[Any, ...]) -> bool:
+    """Whether ``args`` are what a form of this side may be built from while decoding."""
+    if name == "Literal":
+        return all(type(arg) in _LITERAL_ARGS for arg in args)
+    if name == "Annotated":
+        return _is_type_argument(args[0]) and _form_arguments_ok("Literal", args[1:])
+    return all(_is_type_argument(arg) for arg in args)
+
+
+def _is_type_argument(arg: Any) -> bool:
+    # A class (a stand-in class is one, and hashes as itself), None, ``...``, or a
+    # form already built from such arguments.
+    cls = type(arg)
+    return (
+        arg is None
+        or arg is Ellipsis
+        or type.__subclasscheck__(type, cls)
+        or cls in _TYPING_FORMS
+        or cls in _UNIONS
+        or cls is types.GenericAlias
+    )
+
+
+def _view_parts(view: memoryview) -> tuple[bytes, str] | None:
+    """``(bytes, format)`` of a read-only 1-D byte view, or None (it stays a handle)."""
+    try:
+        if view.readonly and view.ndim == 1 and view.format in _VIEW_FORMATS:
+            return (view.tobytes(), view.format)
+    except ValueError:  # released
+        pass
+    return None
+
+
+def _typing_form_name(value: Any) -> str | None:
+    if type(value) is type(typing.Literal[1]):
+        return "Literal"
+    if type(value) is type(typing.Annotated[int, 0]):
+        return "Annotated"
+    name = getattr(value, "_name", None)
+    if name is None:
+        # ``ClassVar[int]``, ``Final[int]``: named by their origin, a special form.
+        name = getattr(getattr(value, "__origin__", None), "_name", None)
+    return name if type(name) is str else None
+
+
+def typing_form_parts(value: Any) -> tuple[str, tuple[Any, ...]] | None:
+    """``(name, arguments)`` of a ``typing`` form that rebuilds equal from them, or None.
+
+    A bare form (``typing.Literal`` itself) has no arguments: it is ``typing``'s own.
+    """
+    if type(value) in _BARE_FORMS:
+        name = getattr(value, "_name", None)
+        if type(name) is str and name in typing.__all__ and vars(typing).get(name) is value:
+            return (name, ())
+        return None
+    name = _typing_form_name(value)
+    if name is None:
+        return None
+    if name == "Annotated":
+        args: tuple[Any, ...] = (value.__origin__, *value.__metadata__)
+    else:
+        args = value.__args__
+    if type(args) is not tuple or not args or not _form_arguments_ok(name, args):
+        return None
+    try:
+        same = typing_form(name, args) == value
+    except Exception:  # a form that cannot be rebuilt stays a handle
+        return None
+    return (name, args) if same else None
+
+
+def typing_form(name: str, args: tuple[Any, ...]) -> Any:
+    """The ``typing`` form ``name`` with ``args``: what typing_form_parts took apart."""
+    form: Any = getattr(typing, name, None) if name in typing.__all__ else None
+    if args == () and type(form) in _BARE_FORMS:
+        return form
+    usable = form is not None and (name == "Annotated" or not isinstance(form, type))
+    if not usable or not args or not _form_arguments_ok(name, args):
+        msg = f"no typing form {name!r:.40} with {len(args)} arguments"
+        raise WireError(msg)
+    if name == "Callable":
+        # ``Callable[[a, b], r]`` holds ``(a, b, r)``; ``Callable[..., r]`` ``(..., r)``.
+        parameters = ... if args[0] is Ellipsis and len(args) == 2 else list(args[:-1])
+        return form[parameters, args[-1]]
+    return form[args if len(args) > 1 else args[0]]
 
 
 def value_base(cls: type) -> type | None:
@@ -746,6 +873,18 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
                 return re.compile(pattern, flags)
             except (re.error, ValueError, OverflowError) as exc:
                 msg = f"a malformed regular expression {pattern!r:.40}"
+                raise WireError(msg) from exc
+    if kind == _X_MEMORYVIEW and type(parts) is tuple and len(parts) == 2:
+        data, view_format = parts
+        if type(data) is bytes and type(view_format) is str and view_format in _VIEW_FORMATS:
+            return memoryview(data).cast(view_format)  # type: ignore[call-overload]
+    if kind == _X_TYPING_FORM and type(parts) is tuple and len(parts) == 2:
+        name, args = parts
+        if type(name) is str and type(args) is tuple:
+            try:
+                return typing_form(name, args)
+            except (TypeError, ValueError) as exc:
+                msg = f"a typing form {name!r:.40} of arguments it does not take"
                 raise WireError(msg) from exc
     if kind == _X_ORDERED_DICT:
         return collections.OrderedDict(_pairs(parts, kind))

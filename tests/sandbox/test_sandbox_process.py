@@ -2486,6 +2486,47 @@ def test_unions_and_type_variables_of_annotations_cross(task: SimpleNamespace) -
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
 
 
+FORMS_MODULE = (
+    "import typing\n\n"
+    "Code = typing.Literal['too_long', 'empty', 3]\n"
+    "Rows = typing.List[typing.Tuple[int, ...]]\n"
+    "Handler = typing.Callable[[str, int], typing.Optional[bool]]\n"
+    "Thunk = typing.Callable[[], int]\n"
+    "Meters = typing.Annotated[float, 'm']\n\n\n"
+    "def parts(form):\n    return typing.get_origin(form), typing.get_args(form)\n\n\n"
+    "def ascii_text(data):\n    return str(data, 'ascii')\n\n\n"
+    "def first_byte(data):\n    return data[0], len(data), data.readonly\n"
+)
+FORMS_TESTS = (
+    "import typing\nimport forms\n\n\n"
+    "def test_the_arguments_of_a_workspace_literal():\n"
+    "    assert typing.get_args(forms.Code) == ('too_long', 'empty', 3)\n"
+    "    assert forms.Code == typing.Literal['too_long', 'empty', 3]\n\n\n"
+    "def test_generic_callable_and_annotated_forms():\n"
+    "    assert typing.get_args(forms.Rows) == (typing.Tuple[int, ...],)\n"
+    "    assert typing.get_origin(forms.Handler) is typing.get_origin(typing.Callable)\n"
+    "    assert forms.Handler == typing.Callable[[str, int], typing.Optional[bool]]\n"
+    "    assert typing.get_args(forms.Thunk) == ([], int)\n"
+    "    assert forms.Meters.__metadata__ == ('m',)\n\n\n"
+    "def test_forms_of_the_test_reach_the_workspace_as_forms():\n"
+    "    assert forms.parts(typing.Dict[str, int]) == (dict, (str, int))\n"
+    "    assert forms.parts(typing.Literal[1, 'a']) == (typing.Literal, (1, 'a'))\n\n\n"
+    "def test_a_read_only_memoryview_is_a_buffer_there():\n"
+    "    assert forms.ascii_text(memoryview(b'example.com')) == 'example.com'\n"
+    "    assert forms.first_byte(memoryview(b'xyz')) == (120, 3, True)\n"
+)
+
+
+def test_typing_forms_and_read_only_memoryviews_cross_as_themselves(
+    task: SimpleNamespace,
+) -> None:
+    _write(task.ws, {"forms.py": FORMS_MODULE})
+    _write(task.hidden, {"test_forms.py": FORMS_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
 PATTERNS_MODULE = (
     "import re\n\n"
     "FUNC = re.match\n\n\n"
@@ -2524,6 +2565,20 @@ def test_functions_of_re_and_compiled_patterns_cross_as_themselves(
         (15, (b"x", "flags")),
         (13, ([1], int)),
         (13, (int,)),
+        # typing forms (_X_TYPING_FORM): no such form, a class of typing, a function
+        # of typing, a literal of a container, a type argument that is a value
+        (16, ("Nope", (int,))),
+        (16, ("Text", (int,))),
+        (16, ("cast", (int,))),
+        (16, ("Literal", ((1,),))),
+        (16, ("List", (1,))),
+        (16, ("Generic", ())),
+        (16, (["List"], (int,))),
+        # memoryviews (_X_MEMORYVIEW): a format of more than bytes, a format that is
+        # not text, no bytes
+        (17, (b"ab", "i")),
+        (17, (b"ab", ["B"])),
+        (17, ("ab", "B")),
     ],
 )
 def test_a_malformed_pattern_or_union_is_a_wire_error(kind: int, parts: tuple[Any, ...]) -> None:
