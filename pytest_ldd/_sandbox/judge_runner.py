@@ -225,6 +225,7 @@ def main() -> int:
     )
     proxies.watch_identities(str(settings["suite"]), connection)
     proxies.watch_collector(str(settings["suite"]), connection)
+    proxies.watch_processes(connection)
     proxies.watch_subclassing()
     guard = proxies.isolation_guard(pytest, connection, channel, suite=str(settings["suite"]))
     code = int(pytest.main(list(settings["args"]), plugins=[reporter, guard]))

@@ -122,6 +122,46 @@ def watch_collector(suite: str, connection: Connection) -> None:
         setattr(gc, name, watched(getattr(gc, name)))
 
 
+# The audit events of starting another program.
+_PROCESS_EVENTS = frozenset(
+    {"subprocess.Popen", "os.posix_spawn", "os.exec", "os.spawn", "os.system"}
+)
+_STARTED = (
+    "starting {program!r}: only the subject process runs workspace code, so a program"
+    " the judge starts cannot import the workspace (in-process isolation can)"
+)
+
+
+def watch_processes(connection: Connection) -> None:
+    """A hidden test that starts a program (``python -m pkg``) meets a limit if it fails.
+
+    Where its authors run the suite, the package is installed, and a ``python`` it
+    starts imports it.  A process the judge starts must not run workspace code (it
+    would run unconfined, beside the judge), so the test is inconclusive if it fails,
+    never failed.
+    """
+
+    getframe = sys._getframe
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if event not in _PROCESS_EVENTS:
+            return
+        frame: types.FrameType | None = getframe(1)
+        while frame is not None:
+            if frame.f_globals.get("__name__") in _OWN_STARTERS:
+                return  # the judge starting its subject
+            frame = frame.f_back
+        program = args[0] if args else None
+        name = os.path.basename(os.fsdecode(program)) if isinstance(program, str | bytes) else "?"
+        connection.doubt(_STARTED.format(program=name))
+
+    sys.addaudithook(hook)
+
+
+# The modules of the judge's own that start processes (the subject, its template).
+_OWN_STARTERS = frozenset({"_ldd_boot"})
+
+
 _COLLECTOR = (
     "looking at the judge's objects through gc: workspace objects are stand-ins there,"
     " held until their release reaches the subject, and the subject's own objects are"

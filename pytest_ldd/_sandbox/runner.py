@@ -332,11 +332,20 @@ def _apply_limits(limits: dict[str, list[int]]) -> None:
             continue
 
 
-def _scrub_environment() -> None:
+def _scrub_environment(pythonpath: Sequence[str] = ()) -> None:
+    """Drop the caller's ``PYTEST_*`` / ``PYTHON*`` variables; name the workspace's folders.
+
+    ``PYTHONPATH`` then holds the workspace's ``pythonpath`` folders alone, so that a
+    ``python`` the tests start (``subprocess.run([sys.executable, "-m", "pkg"])``)
+    imports the workspace as it does where its authors installed it.  That process is
+    confined as this one is.
+    """
     for name in list(os.environ):
         if name.startswith(_SCRUBBED_PREFIXES):
             del os.environ[name]
     os.environ[_AUTOLOAD_OFF] = "1"
+    if pythonpath:
+        os.environ["PYTHONPATH"] = os.pathsep.join(pythonpath)
 
 
 def load_sibling(name: str) -> types.ModuleType:
@@ -387,7 +396,7 @@ def main() -> int:
     if not staging:
         _close_stdin()
     _apply_limits(settings["limits"])
-    _scrub_environment()
+    _scrub_environment([str(entry) for entry in settings["pythonpath"]])
     fd = int(settings["fd"])
     # The code under test shares this process, but the processes it starts do not
     # inherit the pipe.

@@ -279,3 +279,60 @@ def test_a_workspace_entry_of_the_hidden_tests_name_is_the_workspaces(
     for name in ("reads_its_data_relative_to_the_working_folder", "lists_the_working_folder"):
         assert verdict.outcomes[f"tests/test_files.py::test_{name}"] == "failed", detail
     assert (workspace / "tests" / "numbers.txt").read_text(encoding="utf-8") == "7 8 9\n"
+
+
+STARTS_PYTHON = {
+    "test_cli.py": """import subprocess
+import sys
+
+
+def test_the_package_runs_as_a_module(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "greet", "Ada"], capture_output=True,
+                          text=True, check=False, cwd=tmp_path)
+    assert done.stdout == "hello Ada\\n", done.stderr
+
+
+def test_a_child_imports_the_package(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code = "import greet; print(greet.hello('Bo'))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=False)
+    assert done.stdout == "hello Bo\\n", done.stderr
+""",
+}
+GREET = {
+    "greet/__init__.py": "def hello(name):\n    return f'hello {name}'\n",
+    "greet/__main__.py": "import sys\n\nfrom greet import hello\n\nprint(hello(sys.argv[1]))\n",
+}
+
+
+@pytest.mark.parametrize("start", ["cold", "warm"])
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_a_python_the_tests_start_imports_the_workspace_as_where_it_is_installed(
+    isolation: str, start: str, tmp_path: Path
+) -> None:
+    # python-dotenv's CLI tests run ``python -m dotenv`` in a temporary folder: where
+    # its authors test it, the package is installed, and under plain pytest here it is
+    # on PYTHONPATH.
+    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
+    for root, files in ((workspace, GREET), (hidden, STARTS_PYTHON)):
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+    plain = plain_outcomes(workspace, hidden)
+    assert set(plain.values()) == {"passed"}
+    if start == "warm":
+        ((_, verdict),) = grade_many([(workspace, hidden)], timeout=120, isolation=isolation)
+    else:
+        verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    if isolation == "inprocess":
+        assert dict(verdict.outcomes) == plain, detail
+        assert verdict.passed, detail
+        return
+    # A program the judge starts may not run workspace code (it would run beside the
+    # judge, unconfined): such a test that fails cannot be judged, never failed.
+    assert verdict.inconclusive, detail
+    for test_id in plain:
+        assert f"{test_id} could not be judged: the test failed after starting" in detail

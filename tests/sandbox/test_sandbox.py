@@ -248,8 +248,11 @@ import calc
 def test_environment():
     leaked = sorted(n for n in os.environ if n.startswith(("PYTHON", "PYTEST_"))
                     and n not in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_CURRENT_TEST",
-                                  "PYTEST_VERSION"))
+                                  "PYTEST_VERSION", "PYTHONPATH"))
     assert leaked == []
+    # The caller's PYTHONPATH is gone; the workspace's folder is there for the
+    # processes the tests start.
+    assert os.environ["PYTHONPATH"] == os.getcwd()
     assert os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] == "1"
     assert "LD_PRELOAD" not in os.environ and "SECRET_TOKEN" not in os.environ
     assert os.environ["GIVEN"] == "yes"
