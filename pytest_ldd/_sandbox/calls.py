@@ -90,6 +90,9 @@ class Policy(Protocol):
         Never the class: raising here would leave the other side's request unanswered.
         """
 
+    def check_copy(self, value: Any) -> None:
+        """``value``, a mutable stdlib container, crosses as a copy."""
+
 
 class OpenPolicy:
     """The subject's: every object of its own may cross, every operation may be asked."""
@@ -103,6 +106,9 @@ class OpenPolicy:
     def described_only(self, number: int) -> Any:
         msg = f"a class this side never lent as a handle ({number})"
         raise wire.WireError(msg)
+
+    def check_copy(self, value: Any) -> None:
+        return None
 
 
 # -- the operations --------------------------------------------------------------------
@@ -171,6 +177,38 @@ def signature_data(obj: Any) -> tuple[Any, ...]:
     return (params, signature.return_annotation)
 
 
+# The flags of a code object that say it takes ``*args`` and ``**kwargs``.
+_VARARGS, _VARKEYWORDS = inspect.CO_VARARGS, inspect.CO_VARKEYWORDS
+
+
+def arity_data(function: Any) -> tuple[str, str, tuple[tuple[str, int, bool], ...]] | None:
+    """How a plain function binds its arguments: its names and its code's parameters.
+
+    ``(name, qualname, ((parameter, kind, has_default), ...))``, the kinds those of
+    :class:`inspect.Parameter`, read from the code and its defaults (what binding
+    uses; never ``__signature__`` nor ``__wrapped__``); None for anything else.
+    """
+    if type(function) is not types.FunctionType:
+        return None
+    code = function.__code__
+    names = code.co_varnames
+    positional, only = code.co_argcount, code.co_posonlyargcount
+    keyword_only = code.co_kwonlyargcount
+    first_default = positional - len(function.__defaults__ or ())
+    keyword_defaults = function.__kwdefaults__ or {}
+    params: list[tuple[str, int, bool]] = [
+        (names[i], 0 if i < only else 1, i >= first_default) for i in range(positional)
+    ]
+    at = positional + keyword_only
+    if code.co_flags & _VARARGS:
+        params.append((names[at], 2, False))
+        at += 1
+    params += [(name, 3, name in keyword_defaults) for name in names[positional:][:keyword_only]]
+    if code.co_flags & _VARKEYWORDS:
+        params.append((names[at], 4, False))
+    return (code.co_name, function.__qualname__, tuple(params))
+
+
 def signature_from(data: Any) -> inspect.Signature:
     """The :class:`inspect.Signature` that :func:`signature_data` describes."""
     try:
@@ -230,8 +268,10 @@ OPS: dict[str, Callable[..., Any]] = {
     "call": _call, "callsync": _call_sync, "callhandling": _call_handling, "dir": _dir,
     "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,
     "hash": hash, "bool": bool, "copy": copy.copy, "deepcopy": copy.deepcopy,
-    "signature": signature_data, "length_hint": _length_hint, "drain": _drain,
+    "signature": signature_data, "arity": arity_data, "length_hint": _length_hint,
+    "drain": _drain,
     "fspath": lambda o: o.__fspath__(),
+    "bytes": lambda o: type(o).__bytes__(o),
     "contains": operator.contains,
     "getitem": operator.getitem, "setitem": operator.setitem, "delitem": operator.delitem,
     "reversed": reversed, "round": round,
@@ -326,6 +366,7 @@ class Calls:
                 end=table.end,
                 mark=self.containers.mark,
                 mark_value=self.values.mark,
+                copied=policy.check_copy,
             ),
             decoder=wire.Decoder(
                 {other: stand_ins.resolve, own: self.lent},

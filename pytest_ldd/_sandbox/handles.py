@@ -49,7 +49,7 @@ __all__ = [
 SPECIAL = (
     "__call__", "__len__", "__iter__", "__next__", "__getitem__", "__setitem__",
     "__delitem__", "__contains__", "__bool__", "__enter__", "__exit__", "__reversed__",
-    "__length_hint__", "__fspath__", "__copy__", "__deepcopy__",
+    "__length_hint__", "__fspath__", "__bytes__", "__copy__", "__deepcopy__",
     "__get__", "__set__", "__delete__", "__set_name__",
     "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
     "__matmul__", "__lshift__", "__rshift__", "__and__", "__or__", "__xor__",
@@ -214,7 +214,9 @@ def class_record(klass: type) -> tuple[Any, ...]:
         _text(type.__dict__["__module__"].__get__(klass), _NAME_CHARS) or "?",
         _text(type.__dict__["__qualname__"].__get__(klass), _NAME_CHARS) or "?",
         bases,
-        None if meta is type else meta,
+        # A class that is its own metaclass (h11's sentinels set ``__class__`` to
+        # themselves) cannot be described before itself: the plain one stands in.
+        None if meta is type or meta is klass else meta,
         special,
         builtin,
         flags,

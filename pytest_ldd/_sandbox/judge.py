@@ -45,6 +45,9 @@ __all__ = ["Judgement", "judge"]
 
 _EXIT_NAMES = {2: "interrupted", 3: "internal error", 4: "usage error", 5: "no tests collected"}
 _NAMED = 3
+#: How the judge process (``proxies.isolation_guard``) begins the reason of a limit
+#: that counts only because the test failed (a doubt, a patch, a path handed over).
+FAILED_AFTER = "the test failed after "
 _USAGE_ERROR = 4
 
 
@@ -266,9 +269,17 @@ def judge(
     # The hidden tests' own by name; a canary's id means nothing to the reader (and is
     # the grader's secret), and a twin fails by design: canaries are named only where
     # nothing else met a limit, and then as canaries.
-    limits = [limit for limit in log.inconclusive if _base(limit[0]) not in canaries]
-    if log.inconclusive and not limits:
-        limits = [("a canary test", log.inconclusive[0][1])]
+    # A limit that counts only because the test failed says nothing of a canary that
+    # fails by design (a twin, a must-fail canary); a must-pass one that failed makes
+    # the run unreliable above.
+    met = [
+        limit
+        for limit in log.inconclusive
+        if not (_base(limit[0]) in canaries and limit[1].startswith(FAILED_AFTER))
+    ]
+    limits = [limit for limit in met if _base(limit[0]) not in canaries]
+    if met and not limits:
+        limits = [("a canary test", met[0][1])]
     for test_id, detail in limits[:_NAMED]:
         found.grader.append(f"{test_id or 'the run'} could not be judged: {detail}")
     not_carried = {i for i in outcomes if i in carried or _base(i) in carried}

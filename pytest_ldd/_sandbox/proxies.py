@@ -36,6 +36,7 @@ plugin hooks); the judge loads it from a file.
 from __future__ import annotations
 
 import builtins
+import enum
 import gc
 import importlib
 import importlib.abc
@@ -263,6 +264,14 @@ _TYPE_IDENTITY = (
     " the judge holds a stand-in, whose type is its own (`type(f) is types.FunctionType`"
     " is false for a workspace function)"
 )
+_COPIED = (
+    "handing workspace code a {kind}, which crosses as a copy: what workspace code"
+    " changes in it does not reach the test's"
+)
+_ENUM_CLASS = (
+    "handing workspace code an Enum class of the test: in the subject process it is a"
+    " stand-in, which is no subclass of enum.Enum there (voluptuous asks)"
+)
 _EXCEPTION_IDENTITY = (
     "the test asked whether an exception that crossed between the processes is the"
     " very object it compares it with: a crossed exception, and what is chained to it,"
@@ -414,9 +423,14 @@ class JudgePolicy:
     verdict inconclusive, never a failure of the workspace.
     """
 
-    def __init__(self, limit: Callable[[str], None] = lambda reason: None) -> None:
+    def __init__(
+        self,
+        limit: Callable[[str], None] = lambda reason: None,
+        doubt: Callable[[str], None] = lambda reason: None,
+    ) -> None:
         self._by_type: dict[type, str | None] = {}
         self._limit = limit
+        self._doubt = doubt
 
     # -- lending ------------------------------------------------------------------------
     def check_lend(self, obj: Any) -> bool:
@@ -427,6 +441,8 @@ class JudgePolicy:
         only described, and naming it back in a request is refused.
         """
         if isinstance(obj, type):
+            if type.__subclasscheck__(enum.Enum, obj):
+                self._doubt(_ENUM_CLASS)
             return self._class_refusal(obj) is None
         reason = self.refusal(obj)
         if reason is not None:
@@ -441,6 +457,14 @@ class JudgePolicy:
             # hold weak references to them, and nobody watches them die).
             self._limit(_LIFETIME)
         return True
+
+    def check_copy(self, value: Any) -> None:
+        """A defaultdict, OrderedDict, Counter or deque of the test crosses as a copy.
+
+        What workspace code changes in it stays in the subject (jsonpointer fills a
+        ``defaultdict``): a test that fails after handing one over cannot be judged.
+        """
+        self._doubt(_COPIED.format(kind=type(value).__name__))
 
     def described_only(self, number: int) -> Any:
         """A :class:`Withheld` placeholder for a class the subject may not use, and a limit."""
@@ -613,7 +637,7 @@ class Connection:
         self.stand_ins = JudgeStandIns(self, self.table, may_import=False)
         self.drains = stubs.Drains(self)
         self.random = sync.RandomSync(self)
-        self.policy = JudgePolicy(self.limit)
+        self.policy = JudgePolicy(self.limit, self.doubt)
         self.calls = calls.Calls(
             own=b"J",
             other=b"H",
@@ -636,6 +660,9 @@ class Connection:
         self.tzset = False  # the tests called time.tzset() since the last message
         # Limits of the running test that count only if it fails (see doubt).
         self.doubts: list[str] = []
+        # The subject's stand-ins bind a judge function's arguments (stubs._FunctionCall);
+        # the judge's stand-ins of workspace functions call as they are.
+        self.arity_calls: dict[int, Any] = {}
         self.calls.also_before_send = self._before_send
         self.peer = self.calls.peer
         self.peer.on_output = self._output
@@ -871,6 +898,11 @@ class Connection:
 
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""
+        if self.stand_ins.number_of(exc) is None:
+            # The judge's own, raised again by workspace code (a generator of the test
+            # that raised it, as jsonpointer's join() passes KeyboardInterrupt on):
+            # the very object, as in one process.  Workspace code cannot make one.
+            return exc
         if isinstance(exc, SystemExit):
             # As in one process: pytest.raises(SystemExit) catches it (a CLI's
             # argparse error), and pytest fails the test it escapes from.
@@ -880,10 +912,9 @@ class Connection:
             reason = f"workspace code raised {type(exc).__name__}{exc.args!r:.200}"
             self.failures.append(reason)
             return SubjectError(f"process isolation: {reason}")
-        if self.stand_ins.number_of(exc) is not None:
-            self.remote_errors[id(exc)] = exc
-            if len(self.remote_errors) > 1000:
-                self.remote_errors.pop(next(iter(self.remote_errors)))
+        self.remote_errors[id(exc)] = exc
+        if len(self.remote_errors) > 1000:
+            self.remote_errors.pop(next(iter(self.remote_errors)))
         return exc
 
     def _output(self, stream: int, payload: Any) -> None:
@@ -1245,6 +1276,8 @@ def isolation_guard(
                     f" {connection.suite_paths[0]!r} in the hidden tests' folder, which"
                     " the subject process may not read"
                 )
+            # Each of these begins with judge.FAILED_AFTER: a canary that fails by
+            # design is not made inconclusive by them.
             if report.outcome == "failed" and connection.doubts:
                 connection.limit("the test failed after " + "; ".join(connection.doubts))
             if report.outcome == "failed" and connection.calls.tracebacks:

@@ -29,8 +29,11 @@ from __future__ import annotations
 
 import builtins
 import collections
+import contextlib
 import copy
+import functools
 import importlib
+import keyword
 import sys
 import types
 import typing
@@ -76,6 +79,10 @@ class Link(Protocol):
 
     def refuse(self, reason: str) -> BaseException:
         """The error for something that cannot cross (a limit of the isolation)."""
+
+    @property
+    def arity_calls(self) -> dict[int, Any]:
+        """What :class:`_FunctionCall` made for each stand-in, by ``id``."""
 
 
 def _link(obj: Any) -> Link:
@@ -265,6 +272,158 @@ def _call(self: Any, /, *args: Any, **kwargs: Any) -> Any:
     return result
 
 
+class _FunctionCall:
+    """``__call__`` of the subject's stand-ins of the judge's plain functions.
+
+    It is a function made with the parameters of the judge's own (:class:`_Arity`),
+    so that a call with arguments it does not take fails as in one process: raised
+    by the call itself, its traceback holds the caller's frame alone.  Code that
+    tries several arities (pyparsing's parse actions) reads that traceback.  Where
+    the parameters cannot be copied, the stand-in calls as any other.
+    """
+
+    def __get__(self, obj: Any, cls: Any = None) -> Any:
+        if obj is None:
+            return _call
+        link = _link(obj)
+        # The handle's number names one judge function for good (numbers are never
+        # given twice): what it binds is asked once.
+        number = object.__getattribute__(obj, "_ldd_id")
+        arity = link.arity_calls.get(number)
+        if arity is None:
+            arity = _Arity.of(link.request("arity", obj)) or False
+            if len(link.arity_calls) >= _MOST_ARITIES:
+                link.arity_calls.clear()
+            link.arity_calls[number] = arity
+        if isinstance(arity, _Arity):
+            return arity.bind(obj)
+        return types.MethodType(_call, obj)
+
+
+_MOST_ARITIES = 10_000
+# The class of an object, set past any ``__class__`` its stand-in class claims.
+_SET_CLASS = vars(object)["__class__"].__set__
+# The parameter kinds of inspect.Parameter, by number.
+_POSITIONAL_ONLY, _EITHER, _VAR_POSITIONAL, _KEYWORD_ONLY, _VAR_KEYWORD = range(5)
+# A parameter left to its default: not passed, so that the owner's default applies.
+_MISSING = object()
+
+
+class _Arity:
+    """The parameters of one function of the other side, as a function of this side's."""
+
+    __slots__ = ("_code", "_lead", "_make", "_name", "_qualname")
+
+    def __init__(self, make: Any, code: Any, lead: tuple[str, ...], name: str, qualname: str):
+        self._make, self._code, self._lead = make, code, lead
+        self._name, self._qualname = name, qualname
+
+    @classmethod
+    def of(cls, data: Any) -> _Arity | None:
+        """What ``data`` (calls.arity_data) describes, or None where it cannot be copied."""
+        if type(data) is not tuple or len(data) != 3:
+            return None
+        name, qualname, params = data
+        if type(name) is not str or type(qualname) is not str or type(params) is not tuple:
+            return None
+        if not all(_parameter_ok(item) for item in params):
+            return None
+        if len({item[0] for item in params}) != len(params):
+            return None
+        source, lead = _signature_source(params)
+        namespace: dict[str, Any] = {"_ldd_missing": _MISSING}
+        try:
+            exec(compile(source, f"<{name}>", "exec"), namespace)  # our own source
+        except SyntaxError:
+            return None
+        make = namespace["_ldd_make"]
+        code = make(None).__code__.replace(co_name=name)
+        if hasattr(code, "co_qualname"):
+            code = code.replace(co_qualname=qualname)
+        return cls(make, code, lead, name, qualname)
+
+    def bind(self, target: Any) -> Any:
+        """The function that calls ``target`` with what it is given."""
+        made = self._make(functools.partial(_forward, target, self._lead))
+        made.__code__ = self._code
+        made.__name__, made.__qualname__ = self._name, self._qualname
+        return made
+
+
+def _forward(
+    target: Any,
+    lead: tuple[str, ...],
+    values: tuple[Any, ...],
+    rest: tuple[Any, ...],
+    keywords: dict[str, Any],
+    extra: dict[str, Any],
+) -> Any:
+    """Call ``target`` with the arguments the made function bound."""
+    args: list[Any] = []
+    kwargs: dict[str, Any] = {}
+    skipped = False
+    for parameter, value in zip(lead, values, strict=True):
+        if value is _MISSING:
+            skipped = True  # a later one that was given goes by its name
+        elif skipped:
+            kwargs[parameter] = value
+        else:
+            args.append(value)
+    kwargs.update((key, value) for key, value in keywords.items() if value is not _MISSING)
+    kwargs.update(extra)
+    return _call(target, *args, *rest, **kwargs)
+
+
+def _parameter_ok(item: Any) -> bool:
+    if type(item) is not tuple or len(item) != 3:
+        return False
+    parameter, kind, has_default = item
+    return (
+        type(parameter) is str
+        and parameter.isidentifier()
+        and not keyword.iskeyword(parameter)
+        and not parameter.startswith("_ldd_")
+        and type(kind) is int
+        and _POSITIONAL_ONLY <= kind <= _VAR_KEYWORD
+        and type(has_default) is bool
+    )
+
+
+def _signature_source(params: tuple[tuple[str, int, bool], ...]) -> tuple[str, tuple[str, ...]]:
+    """``_ldd_make(forward)``, which defines a function of these parameters; its leading ones."""
+    parts: list[str] = []
+    lead = tuple(p for p, kind, _ in params if kind in (_POSITIONAL_ONLY, _EITHER))
+    rest, keywords, extra = "()", [], "{}"
+    previous = None
+    for parameter, kind, has_default in params:
+        if previous == _POSITIONAL_ONLY and kind != _POSITIONAL_ONLY:
+            parts.append("/")
+        if kind == _KEYWORD_ONLY and previous not in (_VAR_POSITIONAL, _KEYWORD_ONLY):
+            parts.append("*")
+        if kind == _VAR_POSITIONAL:
+            parts.append(f"*{parameter}")
+            rest = parameter
+        elif kind == _VAR_KEYWORD:
+            parts.append(f"**{parameter}")
+            extra = parameter
+        else:
+            parts.append(parameter + ("=_ldd_missing" if has_default else ""))
+            if kind == _KEYWORD_ONLY:
+                keywords.append(parameter)
+        previous = kind
+    if previous == _POSITIONAL_ONLY:
+        parts.append("/")
+    values = "".join(f"{p}, " for p in lead)
+    named = ", ".join(f"{p!r}: {p}" for p in keywords)
+    source = (
+        "def _ldd_make(_ldd_forward):\n"
+        f"    def _ldd_made({', '.join(parts)}):\n"
+        f"        return _ldd_forward(({values}), {rest}, {{{named}}}, {extra})\n"
+        "    return _ldd_made\n"
+    )
+    return source, lead
+
+
 def _len(self: Any) -> int:
     link = _link(self)
     value = link.request("len", self)
@@ -363,6 +522,7 @@ def _special_methods() -> dict[str, Any]:
         "__reversed__": _method("reversed", 0),
         "__length_hint__": _asked_hint,
         "__fspath__": _method("fspath", 0),
+        "__bytes__": _method("bytes", 0),
         "__getitem__": _method("getitem", 2),
         "__setitem__": _method("setitem", 2),
         "__delitem__": _method("delitem", 2),
@@ -716,6 +876,8 @@ class StandIns:
         self.link = link
         self.table = table
         self.may_import = may_import
+        # Whether stand-ins of plain functions bind their arguments as the owner's do.
+        self.binds_arity = bool(getattr(link, "binds_arity", False))
         # Keyed by the class object: stand-in classes compare by identity.
         self._instance_types: dict[type, type] = {}
         self._builtin_records: dict[type, handles.ClassRecord] = {}
@@ -749,6 +911,8 @@ class StandIns:
         kind, number, cls, extra = payload
         found = self.table.borrowed(number)
         if found is not None:
+            if kind in ("e", "o") and isinstance(cls, type):
+                self._follow_class(found, cls)
             return found
         if kind == "c":
             return self._class(number, cls, extra)
@@ -771,6 +935,24 @@ class StandIns:
         object.__setattr__(made, "_ldd_id", number)
         self.table.keep(number, made)
         return made
+
+    def _follow_class(self, found: Any, cls: type) -> None:
+        """A known object whose class its owner changed (``self.__class__ = Other``).
+
+        h11 re-raises a ``LocalProtocolError`` as a ``RemoteProtocolError`` that way,
+        funcy's ``LazyObject`` becomes the class it wraps: the stand-in follows, where
+        the layouts let it.
+        """
+        if isinstance(found, BaseException):
+            wanted: Any = cls if issubclass(cls, BaseException) else None
+        elif isinstance(found, Proxy):
+            wanted = self.instance_type(cls, self._record_of(cls))
+        else:
+            return
+        if wanted is None or type(found) is wanted:
+            return
+        with contextlib.suppress(TypeError):  # a layout the stand-in cannot take
+            _SET_CLASS(found, wanted)
 
     def _record_of(self, cls: type) -> handles.ClassRecord:
         number = self.number_of(cls)
@@ -872,6 +1054,8 @@ class StandIns:
             made = type.__new__(self._metaclass(meta), record.name, root, namespace)
         else:
             namespace.update(self._proxy_namespace(record))
+            if record.module == "builtins" and record.qualname == "function" and self.binds_arity:
+                namespace["__call__"] = _FunctionCall()
             # The orderings the class lacks are object's, here as there.
             protocol = _ALWAYS_OWNER | (record.special & set(handles.ORDERINGS))
             namespace["_ldd_owner_names"] = record.special | protocol

@@ -185,8 +185,12 @@ class Subject:
     # A judge function called while workspace code handles an exception runs there
     # inside a handler of that exception (stubs._call): a bare ``raise`` re-raises it.
     forwards_handling = True
+    # A judge function called with arguments it does not take fails here, as in one
+    # process, with the caller's frame alone (stubs._FunctionCall).
+    binds_arity = True
 
     def __init__(self, read_fd: int, write_fd: int) -> None:
+        self.arity_calls: dict[int, Any] = {}
         self.table = handles.HandleTable()
         self.stand_ins = stubs.StandIns(self, self.table, may_import=True)
         self.drains = stubs.Drains(self)

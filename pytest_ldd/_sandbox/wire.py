@@ -193,6 +193,7 @@ class Encoder:
         end: Callable[..., None] | None = None,
         mark: Callable[[Any], tuple[bytes, int] | None] | None = None,
         mark_value: Callable[[Any], tuple[bytes, int] | None] | None = None,
+        copied: Callable[[Any], None] | None = None,
     ) -> None:
         self._other = other
         self._max_bytes = max_bytes
@@ -202,6 +203,9 @@ class Encoder:
         self._mark = mark
         # ``mark_value(value)``: the same for a str, bytes or frozenset (its identity).
         self._mark_value = mark_value
+        # ``copied(value)``: a mutable stdlib container (a defaultdict, OrderedDict,
+        # Counter or deque) is about to cross as a copy.
+        self._copied = copied
 
     def encode(self, value: Any) -> bytes:
         """One message body; raises :class:`WireError` when it is too deep or too large.
@@ -290,6 +294,8 @@ class Encoder:
         elif cls in _STDLIB:
             if self._mark_value is not None and cls in _DATETIMES:
                 self._marked(value, out, self._mark_value)
+            elif self._copied is not None and cls in COPIED_CONTAINERS:
+                self._copied(value)
             out += (b"x", bytes((_STDLIB[cls],)))
             self._put(_stdlib_parts(value), out, depth + 1)
         elif issubclass(cls, type) and _builtin_name(value) is not None:
@@ -351,6 +357,11 @@ _STDLIB: dict[type, int] = {
 
 
 _UNIONS = (_TYPING_UNION, types.UnionType)
+# The mutable containers of the standard library: they cross as copies, so what the
+# receiver changes in one stays there.
+COPIED_CONTAINERS = frozenset(
+    {collections.defaultdict, collections.OrderedDict, collections.Counter, collections.deque}
+)
 
 # The classes of ``typing``'s subscripted forms (private to ``typing``, so looked up
 # from instances): ``Literal[1]``, ``List[int]``, ``Callable[[int], str]``,

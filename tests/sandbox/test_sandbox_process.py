@@ -2527,6 +2527,165 @@ def test_typing_forms_and_read_only_memoryviews_cross_as_themselves(
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
 
 
+ARITY_MODULE = (
+    "import traceback\n\n\n"
+    "def attempt(fn, *args, **kwargs):\n"
+    "    try:\n        return ('ok', fn(*args, **kwargs))\n"
+    "    except TypeError as exc:\n"
+    "        return ('TypeError', str(exc), len(traceback.extract_tb(exc.__traceback__)))\n\n\n"
+    "def call_trimmed(fn, *args):\n"
+    "    # pyparsing's _trim_arity: drop leading arguments while the call itself fails\n"
+    "    for start in range(len(args) + 1):\n"
+    "        try:\n            return fn(*args[start:])\n"
+    "        except TypeError as exc:\n"
+    "            if len(traceback.extract_tb(exc.__traceback__)) > 1:\n                raise\n"
+    "    raise TypeError('no arity fits')\n"
+)
+ARITY_TESTS = (
+    "import traceback\nimport pytest\nimport arity\n\n"
+    "# The workspace's attempt(), run here: what one process gives.\n"
+    "def local(fn, *args, **kwargs):\n"
+    "    try:\n        return ('ok', fn(*args, **kwargs))\n"
+    "    except TypeError as exc:\n"
+    "        return ('TypeError', str(exc), len(traceback.extract_tb(exc.__traceback__)))\n\n\n"
+    "def test_binding_matches_one_process():\n"
+    "    def f(a, b=2, /, c=3, *rest, d, e=5, **kw):\n"
+    "        return (a, b, c, rest, d, e, kw)\n\n"
+    "    def g(*, k):\n        return k\n\n"
+    "    def h(x, /):\n        return x\n\n"
+    "    calls = [\n"
+    "        (f, (1,), {'d': 4}), (f, (1, 2, 3, 4, 5), {'d': 6, 'z': 7}),\n"
+    "        (f, (1,), {'c': 9, 'd': 1}), (f, (), {}), (f, (1, 2), {'d': 1, 'a': 3}),\n"
+    "        (f, (1,), {}), (f, (1,), {'c': 1, 'd': 2, 'e': 3}),\n"
+    "        (lambda t: t * 2, (1, 2, 3), {}), (lambda t: t * 2, (4,), {}),\n"
+    "        (g, (1,), {}), (g, (), {'k': 8}), (h, (), {'x': 1}), (h, (5,), {}),\n"
+    "    ]\n"
+    "    for fn, args, kwargs in calls:\n"
+    "        assert arity.attempt(fn, *args, **kwargs) == local(fn, *args, **kwargs)\n\n\n"
+    "def test_an_error_inside_the_function_is_not_a_binding_error():\n"
+    "    def broken(t):\n        raise TypeError('inside')\n\n"
+    "    with pytest.raises(TypeError, match='inside'):\n"
+    "        arity.call_trimmed(broken, 's', 0, 21)\n\n\n"
+    "def test_arities_are_trimmed_as_in_one_process():\n"
+    "    def double(t):\n        return t * 2\n\n"
+    "    assert arity.call_trimmed(double, 's', 0, 21) == 42\n"
+    "    assert arity.call_trimmed(lambda: 7, 's', 0, 21) == 7\n"
+)
+
+
+def test_a_judge_function_binds_its_arguments_in_the_subject_as_in_one_process(
+    task: SimpleNamespace,
+) -> None:
+    # pyparsing calls parse actions with fewer arguments while the call itself fails
+    # with a TypeError whose traceback holds one frame.
+    _write(task.ws, {"arity.py": ARITY_MODULE})
+    _write(task.hidden, {"test_arity.py": ARITY_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+SHAPES_MODULE = (
+    "class Sentinel(type):\n"
+    "    def __new__(cls, name, bases, namespace, **kwds):\n"
+    "        made = super().__new__(cls, name, bases, namespace, **kwds)\n"
+    "        made.__class__ = made  # h11's sentinels: their own metaclass\n"
+    "        return made\n\n"
+    "    def __repr__(self):\n        return self.__name__\n\n\n"
+    "class CLIENT(Sentinel, metaclass=Sentinel):\n    pass\n\n\n"
+    "def same(x):\n    return x\n\n\n"
+    "class Buffer:\n"
+    "    def __init__(self):\n        self.data = bytearray()\n\n"
+    "    def __iadd__(self, more):\n        self.data += more\n        return self\n\n"
+    "    def __bytes__(self):\n        return bytes(self.data)\n\n\n"
+    "class LocalError(Exception):\n"
+    "    def reraise_as_remote(self):\n"
+    "        self.__class__ = RemoteError\n        raise self\n\n\n"
+    "class RemoteError(LocalError):\n    pass\n\n\n"
+    "class Lazy:\n"
+    "    def become(self):\n        self.__class__ = Ready\n        return self\n\n\n"
+    "class Ready(Lazy):\n    def value(self):\n        return 42\n"
+)
+SHAPES_TESTS = (
+    "import shapes\n\n\n"
+    "def test_a_class_that_is_its_own_metaclass():\n"
+    "    assert repr(shapes.CLIENT) == 'CLIENT'\n"
+    "    assert shapes.same(shapes.CLIENT) is shapes.CLIENT\n\n\n"
+    "def test_the_bytes_of_a_workspace_object():\n"
+    "    b = shapes.Buffer()\n    b += b'123'\n    assert bytes(b) == b'123'\n\n\n"
+    "def test_an_exception_raised_again_as_another_class():\n"
+    "    try:\n"
+    "        try:\n            raise shapes.LocalError('a')\n"
+    "        except shapes.LocalError as exc:\n            exc.reraise_as_remote()\n"
+    "    except shapes.RemoteError as again:\n"
+    "        assert type(again) is shapes.RemoteError\n"
+    "        assert again.args == ('a',)\n\n\n"
+    "def test_an_object_that_changes_its_class():\n"
+    "    lazy = shapes.Lazy()\n"
+    "    assert lazy.become().value() == 42\n"
+    "    assert type(lazy) is shapes.Ready\n"
+)
+
+
+def test_what_h11_does_with_its_classes_works_across(task: SimpleNamespace) -> None:
+    # h11: sentinels that are their own metaclass, a buffer read with bytes(), an
+    # exception that changes its class and is raised again.
+    _write(task.ws, {"shapes.py": SHAPES_MODULE})
+    _write(task.hidden, {"test_shapes.py": SHAPES_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
+PASSING_ON_MODULE = (
+    "def join(parts):\n    return '/'.join(part for part in parts)\n\n\n"
+    "def fill(doc):\n    doc['missing']['child'] = 1\n\n\n"
+    "def choices(kind):\n"
+    "    import enum\n\n"
+    "    return [e.value for e in kind] if issubclass(kind, enum.Enum) else None\n"
+)
+PASSING_ON_TESTS = (
+    "import enum\nfrom collections import defaultdict\n\nimport pytest\nimport passing\n\n\n"
+    "KINDS = [KeyboardInterrupt, SystemExit, GeneratorExit, ValueError]\n\n\n"
+    "@pytest.mark.parametrize('kind', KINDS)\n"
+    "def test_the_tests_own_exception_comes_back_as_itself(kind):\n"
+    "    error = kind()\n\n"
+    "    def parts():\n        yield 'valid'\n        raise error\n\n"
+    "    with pytest.raises(kind) as caught:\n        passing.join(parts())\n"
+    "    assert caught.value is error\n\n\n"
+    "def test_a_defaultdict_filled_by_the_workspace():\n"
+    "    doc = defaultdict(dict)\n    passing.fill(doc)\n"
+    "    assert dict(doc) == {'missing': {'child': 1}}\n\n\n"
+    "def test_an_enum_class_of_the_test():\n"
+    "    class Choice(enum.Enum):\n        EASY = 1\n        HARD = 2\n\n"
+    "    assert passing.choices(Choice) == [1, 2]\n"
+)
+
+
+def test_what_crosses_as_a_copy_or_a_stand_in_is_inconclusive_if_the_test_fails(
+    task: SimpleNamespace,
+) -> None:
+    # jsonpointer fills a defaultdict of the test's; voluptuous asks whether the test's
+    # class is an Enum.  Both pass in one process; in process isolation the first is a
+    # copy and the second a stand-in, so each test cannot be judged (never failed).
+    # The test's own KeyboardInterrupt, raised again by workspace code, is itself.
+    _write(task.ws, {"passing.py": PASSING_ON_MODULE})
+    _write(task.hidden, {"test_passing.py": PASSING_ON_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    detail = f"{process.reason}\n{process.output_tail[-3000:]}"
+    assert process.inconclusive, detail
+    for kind in ("KeyboardInterrupt", "SystemExit", "GeneratorExit", "ValueError"):
+        assert (
+            process.outcomes[
+                f"test_passing.py::test_the_tests_own_exception_comes_back_as_itself[{kind}]"
+            ]
+            == "passed"
+        ), detail
+    assert "after handing workspace code a defaultdict, which crosses as a copy" in detail
+    assert "after handing workspace code an Enum class of the test" in detail
+
+
 PATTERNS_MODULE = (
     "import re\n\n"
     "FUNC = re.match\n\n\n"
@@ -2701,7 +2860,7 @@ def test_an_instances_own_docstring_is_its_own_and_its_classs_the_classs(
         task,
         {
             "desc.py": (
-                "class Described:\n    \"\"\"The class's own docstring.\"\"\"\n\n"
+                'class Described:\n    """The class\'s own docstring."""\n\n'
                 "    def __init__(self, doc=None):\n"
                 "        if doc is not None:\n            self.__doc__ = doc\n\n\n"
                 "class Bare:\n    pass\n"
@@ -2713,9 +2872,9 @@ def test_an_instances_own_docstring_is_its_own_and_its_classs_the_classs(
                 "def test_the_instances_own():\n"
                 "    assert desc.Described('mine').__doc__ == 'mine'\n\n\n"
                 "def test_the_classs():\n"
-                "    assert desc.Described.__doc__ == \"The class's own docstring.\"\n"
-                "    assert desc.Described().__doc__ == \"The class's own docstring.\"\n"
-                "    assert inspect.getdoc(desc.Described) == \"The class's own docstring.\"\n"
+                '    assert desc.Described.__doc__ == "The class\'s own docstring."\n'
+                '    assert desc.Described().__doc__ == "The class\'s own docstring."\n'
+                '    assert inspect.getdoc(desc.Described) == "The class\'s own docstring."\n'
                 "    assert desc.Bare.__doc__ is None\n    assert desc.Bare().__doc__ is None\n"
             )
         },
