@@ -47,6 +47,8 @@ _KEPT = ("PATH", "LANG", "LANGUAGE", "TZ", "SYSTEMROOT")
 _CONTROLLED = ("PYTEST_", "PYTHON")
 
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# What cannot be part of a test's name, in a file's name.
+_NOT_IN_NAMES = re.compile(r"[^A-Za-z0-9_]")
 _FALLBACK_WORDS = (
     "basic", "empty", "edge", "large", "small", "values", "order", "types", "single",
     "many", "zero", "repeat", "mixed", "simple", "result", "input", "output", "round",
@@ -349,14 +351,25 @@ def _with_twins(
 
 
 def _suite_words(root: Path) -> frozenset[str]:
-    """Every identifier-like word of the Python files under ``root``."""
+    """Every identifier-like word of the Python files under ``root``, and the test names
+    its other files' names could make.
+
+    A suite may make tests at import time from its data files' names (markdown's
+    ``LegacyTestMeta`` makes ``test_adjacent_headers`` of ``adjacent-headers.txt``):
+    no canary or twin may be named like one of those, since the judge knows a canary
+    pytest collected again elsewhere by its name.
+    """
     words: set[bytes] = set()
-    for folder, _, names in os.walk(root):
+    made: set[str] = set()
+    for folder, dirnames, names in os.walk(root):
+        for name in (*dirnames, *names):
+            stem = _NOT_IN_NAMES.sub("_", name.rpartition(".")[0] or name)
+            made.update((f"test_{stem}", f"test_{stem.lower()}"))
         for name in names:
             if name.endswith(".py"):
                 with contextlib.suppress(OSError), open(os.path.join(folder, name), "rb") as f:
                     words.update(_WORD.findall(f.read()))
-    return frozenset(word.decode("ascii") for word in words)
+    return frozenset(word.decode("ascii") for word in words) | made
 
 
 def _name_drawer(

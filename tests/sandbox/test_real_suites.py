@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 from realsuites import SUITES, plain_outcomes, stage_suite
 
+from pytest_ldd._sandbox import staging
 from pytest_ldd.sandbox import grade_many, run_hidden_tests
 
 # more_itertools' plain run alone takes ~17 s on a loaded machine: the others keep
@@ -336,3 +337,56 @@ def test_a_python_the_tests_start_imports_the_workspace_as_where_it_is_installed
     assert verdict.inconclusive, detail
     for test_id in plain:
         assert f"{test_id} could not be judged: the test failed after starting" in detail
+
+
+MADE_FROM_FILES = """import os
+
+from calc import double
+
+HERE = os.path.join(os.path.dirname(__file__), "cases")
+
+
+class TestCases:
+    pass
+
+
+def _case(path):
+    def check(self):
+        with open(path, encoding="utf-8") as handle:
+            assert double(int(handle.read())) == 4
+
+    return check
+
+
+# One test per data file, made at import time, as markdown's LegacyTestMeta does.
+for name in sorted(os.listdir(HERE)):
+    stem = os.path.splitext(name)[0].replace("-", "_")
+    setattr(TestCases, f"test_{stem}", _case(os.path.join(HERE, name)))
+
+
+def test_plain():
+    assert double(3) == 6
+"""
+
+
+def test_no_canary_is_named_like_a_test_the_suite_makes_of_its_files(tmp_path: Path) -> None:
+    # A data file for every name the canaries and twins could draw from the words they
+    # use: a canary named like one of those tests was taken for a canary copy, and
+    # an honest suite was called tampered (markdown's legacy tests, 1 run in 3).
+    words = staging._FALLBACK_WORDS
+    stems = [*words, *(f"{a}-{b}" for a in words for b in words if a != b)]
+    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
+    (workspace).mkdir()
+    (workspace / "calc.py").write_text("def double(n):\n    return 2 * n\n", encoding="utf-8")
+    (hidden / "tests" / "cases").mkdir(parents=True)
+    (hidden / "tests" / "test_made.py").write_text(MADE_FROM_FILES, encoding="utf-8")
+    for stem in stems:
+        (hidden / "tests" / "cases" / f"{stem}.txt").write_text("2", encoding="utf-8")
+    plain = plain_outcomes(workspace, hidden)
+    assert len(plain) == len(stems) + 1
+    assert set(plain.values()) == {"passed"}
+    verdict = run_hidden_tests(workspace, hidden, timeout=300)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    assert dict(verdict.outcomes) == plain, detail
+    assert verdict.passed, detail
