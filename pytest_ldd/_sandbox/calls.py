@@ -91,7 +91,7 @@ class Policy(Protocol):
         """
 
     def check_copy(self, value: Any) -> None:
-        """``value``, a mutable stdlib container, crosses as a copy."""
+        """``value``, a mutable stdlib container or an ``ast`` node, crosses as a copy."""
 
 
 class OpenPolicy:

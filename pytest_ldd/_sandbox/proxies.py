@@ -35,6 +35,7 @@ plugin hooks); the judge loads it from a file.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import enum
 import gc
@@ -459,12 +460,15 @@ class JudgePolicy:
         return True
 
     def check_copy(self, value: Any) -> None:
-        """A defaultdict, OrderedDict, Counter or deque of the test crosses as a copy.
+        """A defaultdict, OrderedDict, Counter, deque or ast node of the test crosses as a copy.
 
         What workspace code changes in it stays in the subject (jsonpointer fills a
         ``defaultdict``): a test that fails after handing one over cannot be judged.
         """
-        self._doubt(_COPIED.format(kind=type(value).__name__))
+        kind = type(value).__name__
+        if isinstance(value, ast.AST):
+            kind = f"ast.{kind} node"
+        self._doubt(_COPIED.format(kind=kind))
 
     def described_only(self, number: int) -> Any:
         """A :class:`Withheld` placeholder for a class the subject may not use, and a limit."""

@@ -16,8 +16,8 @@ A value is one tag byte and its payload:
        Decimal, Fraction, UUID, OrderedDict, Counter, defaultdict, deque, a
        generic alias such as ``list[int]``, a union such as ``Optional[int]`` or
        ``int | None``, a compiled regular expression, a form of ``typing`` such as
-       ``Literal['a']`` or ``List[int]``, a read-only memoryview of bytes) and the
-       value's parts as data
+       ``Literal['a']`` or ``List[int]``, a read-only memoryview of bytes, a node of
+       ``ast``) and the value's parts as data
 ``B``  a builtin type, by name (``int``, ``ValueError``)
 ``R``  a module-level function of ``random`` (``random.choice``), by name: the two
        sides keep their generators in step (``rng.py``), so each side's
@@ -48,6 +48,7 @@ from a file, the interpreter under test need not have pytest-ldd installed.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import collections
 import datetime
@@ -112,6 +113,16 @@ _X_TYPING_FORM = 16
 # buffer, so it stays a handle.
 _X_MEMORYVIEW = 17
 _VIEW_FORMATS = frozenset({"B", "b", "c"})
+# A node of the standard library's ``ast`` (a tree the tests parsed and hand to a
+# linter): its class's name and its fields and position attributes, a copy there of
+# the receiver's own ``ast`` classes (``type(tree) is ast.Module`` holds).
+_X_AST = 18
+_AST_CLASSES = {
+    name: cls
+    for name, cls in vars(ast).items()
+    if isinstance(cls, type) and issubclass(cls, ast.AST) and cls.__module__ == "ast"
+}
+_AST_TYPES = frozenset(_AST_CLASSES.values())
 _MAX_PATTERN = 100_000
 
 # The builtin types that may cross by name: the types themselves, never functions.
@@ -285,6 +296,11 @@ class Encoder:
                 self._put(part, out, depth + 1)
         elif value is Ellipsis or value is NotImplemented:
             out.append(b"E" if value is Ellipsis else b"K")
+        elif cls in _AST_TYPES:
+            if self._copied is not None:
+                self._copied(value)
+            out += (b"x", bytes((_X_AST,)))
+            self._put(_ast_parts(value), out, depth + 1)
         elif cls is memoryview and (view := _view_parts(value)) is not None:
             out += (b"x", bytes((_X_MEMORYVIEW,)))
             self._put(view, out, depth + 1)
@@ -408,6 +424,33 @@ def _is_type_argument(arg: Any) -> bool:
         or cls in _UNIONS
         or cls is types.GenericAlias
     )
+
+
+def _ast_parts(node: ast.AST) -> tuple[str, tuple[tuple[str, Any], ...]]:
+    """The class name of an ``ast`` node, and the fields and attributes it has set."""
+    cls = type(node)
+    names = (*cls._fields, *cls._attributes)
+    present = tuple((name, getattr(node, name)) for name in names if hasattr(node, name))
+    return (cls.__name__, present)
+
+
+def _ast_node(parts: Any) -> ast.AST:
+    if type(parts) is not tuple or len(parts) != 2:
+        msg = "a malformed ast node"
+        raise WireError(msg)
+    name, present = parts
+    cls = _AST_CLASSES.get(name) if type(name) is str else None
+    if cls is None or type(present) is not tuple:
+        msg = f"no ast node class {name!r:.40}"
+        raise WireError(msg)
+    allowed = {*cls._fields, *cls._attributes}
+    node = cls()
+    for item in present:
+        if type(item) is not tuple or len(item) != 2 or item[0] not in allowed:
+            msg = f"an ast.{name} field it does not have"
+            raise WireError(msg)
+        setattr(node, item[0], item[1])
+    return node
 
 
 def _view_parts(view: memoryview) -> tuple[bytes, str] | None:
@@ -885,6 +928,8 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
             except (re.error, ValueError, OverflowError) as exc:
                 msg = f"a malformed regular expression {pattern!r:.40}"
                 raise WireError(msg) from exc
+    if kind == _X_AST:
+        return _ast_node(parts)
     if kind == _X_MEMORYVIEW and type(parts) is tuple and len(parts) == 2:
         data, view_format = parts
         if type(data) is bytes and type(view_format) is str and view_format in _VIEW_FORMATS:

@@ -2686,6 +2686,40 @@ def test_what_crosses_as_a_copy_or_a_stand_in_is_inconclusive_if_the_test_fails(
     assert "after handing workspace code an Enum class of the test" in detail
 
 
+LINT_MODULE = (
+    "import ast\n\n"
+    "SCOPES = {ast.Module: 'module', ast.FunctionDef: 'function'}\n\n\n"
+    "def names(tree):\n"
+    "    scope = SCOPES[type(tree)]\n"
+    "    found = sorted({n.id for n in ast.walk(tree) if isinstance(n, ast.Name)})\n"
+    "    return scope, found, tree.body[0].lineno\n\n\n"
+    "def parsed(text):\n    return ast.parse(text)\n"
+)
+LINT_TESTS = (
+    "import ast\nimport lint\n\n\n"
+    "def test_a_tree_the_test_parsed_is_an_ast_tree_there():\n"
+    "    tree = ast.parse('\\n\\nx = y + z\\n')\n"
+    "    assert lint.names(tree) == ('module', ['x', 'y', 'z'], 3)\n"
+    "    function = ast.parse('def g(q):\\n    return q\\n').body[0]\n"
+    "    assert lint.names(function)[0] == 'function'\n\n\n"
+    "def test_a_tree_the_workspace_parsed_is_one_here():\n"
+    "    tree = lint.parsed('def f(a):\\n    return a\\n')\n"
+    "    assert type(tree) is ast.Module\n"
+    "    assert isinstance(tree.body[0], ast.FunctionDef)\n"
+    "    assert ast.dump(tree) == ast.dump(ast.parse('def f(a):\\n    return a\\n'))\n"
+)
+
+
+def test_ast_nodes_cross_as_trees_of_the_receivers_own_classes(task: SimpleNamespace) -> None:
+    # pyflakes' tests parse source and hand the tree to Checker, which looks its handler
+    # up by type(tree) in a dict of ast classes.
+    _write(task.ws, {"lint.py": LINT_MODULE})
+    _write(task.hidden, {"test_lint.py": LINT_TESTS})
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
 PATTERNS_MODULE = (
     "import re\n\n"
     "FUNC = re.match\n\n\n"
@@ -2738,6 +2772,12 @@ def test_functions_of_re_and_compiled_patterns_cross_as_themselves(
         (17, (b"ab", "i")),
         (17, (b"ab", ["B"])),
         (17, ("ab", "B")),
+        # ast nodes (_X_AST): no such class, a field the class does not have, a
+        # class of ast that is not a node
+        (18, ("Nope", ())),
+        (18, ("Name", (("evil", 1),))),
+        (18, ("NodeVisitor", ())),
+        (18, ("Name",)),
     ],
 )
 def test_a_malformed_pattern_or_union_is_a_wire_error(kind: int, parts: tuple[Any, ...]) -> None:
