@@ -59,6 +59,7 @@ from pytest_ldd._sandbox.staging import (
     stage_hidden,
     workspace_modules,
 )
+from pytest_ldd._sandbox.suite_config import suite_ini, suite_settings
 from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = [
@@ -75,9 +76,6 @@ __all__ = [
 _SANDBOX_DIR = Path(__file__).with_name("_sandbox")
 # The runner's files, staged in every run: the bootstrap and the modules it loads.
 _RUNNER_FILES = ("runner.py", "confinement.py", "integrity.py", "probes.py")
-# Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
-# pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts included.
-_TRUSTED_INI = "[pytest]\n"
 _SPEC_PREFIX = "hidden_tests:"
 _KEY_BYTES = 32
 # What the sandbox staged and the run must leave as it was.
@@ -498,7 +496,12 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
     runner_dir.mkdir()
     for name in _RUNNER_FILES:
         (runner_dir / name).write_bytes((_SANDBOX_DIR / name).read_bytes())
-    (runner_dir / "pytest.ini").write_text(_TRUSTED_INI, encoding="utf-8")
+    # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
+    # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts
+    # included.  The hidden suite's own settings that decide outcomes (filterwarnings,
+    # xfail_strict, markers) join it: never one that changes what is collected.
+    ini = suite_ini(suite_settings(hidden, options.plugins))
+    (runner_dir / "pytest.ini").write_text(ini, encoding="utf-8")
     for name in ("home", "tmp"):
         (root / name).mkdir()
     args = [

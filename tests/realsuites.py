@@ -150,7 +150,9 @@ def plain_outcomes(
     # beside pytest-ldd are no part of a suite's outcome (pytest-randomly would
     # reorder and reseed each run differently).
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    tests = sorted(p.name for p in hidden.iterdir())
+    # What pytest collects from: folders and Python files (a pyproject.toml beside
+    # them configures the run, and pytest reads it there as the rootdir's).
+    tests = sorted(p.name for p in hidden.iterdir() if p.is_dir() or p.suffix == ".py")
     options = [
         "-q", "-p", "no:cacheprovider", "-p", "no:ldd",
         "-p", "ldd_plain_collector", "--rootdir", str(hidden),

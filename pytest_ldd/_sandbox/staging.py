@@ -17,7 +17,7 @@ import random
 import re
 import shutil
 import stat
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from fnmatch import fnmatch
 from pathlib import Path
@@ -256,7 +256,11 @@ def stage_hidden(
     except OSError as exc:
         msg = f"cannot copy the hidden tests {str(src)!r}: {exc}"
         raise SandboxError(msg) from exc
-    files = _test_files(dst)
+    # A file the suite's conftest.py leaves out is data to the suite, as under plain
+    # pytest: nothing is planted in it, nor expected of it (asttokens reads its
+    # testdata/astroid/clientmodule_test.py, which collect_ignore leaves out).
+    ignored = _ignored_by_conftest(dst)
+    files = [path for path in _test_files(dst) if not ignored(path)]
     if not files:
         msg = (
             f"'tests' must hold test files named {' or '.join(_TEST_FILES)}"
@@ -397,6 +401,68 @@ def _name_drawer(
                 return name
 
     return draw
+
+
+def _ignored_by_conftest(root: Path) -> Callable[[Path], bool]:
+    """Whether a file lies where a ``conftest.py`` under ``root`` tells pytest not to look.
+
+    Read from the syntax tree: ``collect_ignore`` and ``collect_ignore_glob`` set to a
+    list of strings, added to with ``+=``, ``append`` or ``extend`` (under an ``if``
+    too: a file that might be left out is never planted in, and one pytest collects
+    after all runs with the template canaries of the other files and without twins).
+    """
+    paths: list[Path] = []
+    globs: list[str] = []
+    for conftest in sorted(root.rglob("conftest.py")):
+        try:
+            tree = parse(conftest.read_bytes(), filename=str(conftest))
+        except (OSError, SyntaxError, ValueError, RecursionError):
+            continue
+        for name, entry in _ignore_entries(tree.body):
+            where = conftest.parent / entry
+            if name == "collect_ignore":
+                paths.append(Path(os.path.normpath(where)))
+            else:
+                globs.append(str(where))
+
+    def ignored(path: Path) -> bool:
+        return any(path == p or p in path.parents for p in paths) or any(
+            fnmatch(str(path), pattern) for pattern in globs
+        )
+
+    return ignored
+
+
+_IGNORE_NAMES = ("collect_ignore", "collect_ignore_glob")
+
+
+def _ignore_entries(body: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
+    """``(name, entry)`` for every string a module body adds to an ignore list."""
+    for node in body:
+        if isinstance(node, ast.If):
+            yield from _ignore_entries(node.body)
+            yield from _ignore_entries(node.orelse)
+            continue
+        target: ast.expr | None = None
+        values: ast.expr | None = None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target, values = node.targets[0], node.value
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            target, values = node.target, node.value
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+            func = node.value.func
+            if isinstance(func, ast.Attribute) and func.attr in ("append", "extend"):
+                target = func.value
+                args = node.value.args
+                values = args[0] if len(args) == 1 else None
+                if func.attr == "append" and values is not None:
+                    values = ast.List(elts=[values], ctx=ast.Load())
+        if not (isinstance(target, ast.Name) and target.id in _IGNORE_NAMES):
+            continue
+        if isinstance(values, (ast.List, ast.Tuple)):
+            for element in values.elts:
+                if isinstance(element, ast.Constant) and isinstance(element.value, str):
+                    yield target.id, element.value
 
 
 def _test_files(root: Path) -> list[Path]:

@@ -1100,17 +1100,30 @@ class Peer:
             self._seq += 1
             released, self.released = tuple(self.released), []
             self.send(("q", seq, op, args, released))
+            # What handling the other side's output raised (a warning it forwarded,
+            # which a filter of this side turns into an error): raised once the answer
+            # is in, so that the conversation stays in step.
+            raised: Exception | None = None
             while True:
                 message = self.receive()
                 if message[0] == "q":
                     self.serve_one(message)
                     continue
                 if message[0] == "o":
-                    self.output(message)
+                    try:
+                        self.output(message)
+                    except WireError:
+                        raise
+                    except Exception as exc:  # raised below, in step
+                        raised = raised or exc
                     continue
                 if message[1] != seq:
                     msg = f"an answer to request {message[1]} arrived while {seq} was pending"
                     raise WireError(msg)
+                if raised is not None:
+                    # The first thing to go wrong, as in one process: the warning that
+                    # became an error ended the call there.
+                    raise raised
                 if message[0] == "r":
                     return message[2]
                 error = self._raise_error(message[2])

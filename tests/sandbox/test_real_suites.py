@@ -390,3 +390,120 @@ def test_no_canary_is_named_like_a_test_the_suite_makes_of_its_files(tmp_path: P
     assert not verdict.tampered, detail
     assert dict(verdict.outcomes) == plain, detail
     assert verdict.passed, detail
+
+
+SUITE_SETTINGS = {
+    "pyproject.toml": """[tool.pytest.ini_options]
+addopts = ["-ra", "--strict-markers", "-W", "error::UserWarning"]
+xfail_strict = true
+filterwarnings = ["error::DeprecationWarning"]
+markers = ["slow: a slow test"]
+""",
+    "tests/test_settings.py": """import warnings
+
+import pytest
+
+from calc import double, old_double
+
+
+def test_a_deprecation_is_an_error_here():
+    with pytest.raises(DeprecationWarning):
+        old_double(2)
+
+
+def test_an_unexpected_warning_fails():
+    warnings.warn("surprise", UserWarning)
+    assert double(2) == 4
+
+
+@pytest.mark.xfail(reason="strict: a pass fails")
+def test_an_unexpected_pass():
+    assert double(2) == 4
+
+
+@pytest.mark.slow
+def test_a_registered_marker():
+    assert double(3) == 6
+""",
+}
+SETTINGS_CALC = (
+    "import warnings\n\n\n"
+    "def double(n):\n    return 2 * n\n\n\n"
+    "def old_double(n):\n"
+    "    warnings.warn('use double', DeprecationWarning, stacklevel=2)\n"
+    "    return 2 * n\n"
+)
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_the_suites_own_settings_that_decide_outcomes_apply(
+    isolation: str, tmp_path: Path
+) -> None:
+    # A library's pyproject.toml beside its tests/: its filterwarnings, xfail_strict,
+    # markers and --strict-markers decide outcomes under plain pytest, so they do here.
+    # In process isolation a warning the subject forwards becomes the judge's error
+    # when the call returns (it once broke the conversation mid-request).
+    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
+    for root, files in ((workspace, {"calc.py": SETTINGS_CALC}), (hidden, SUITE_SETTINGS)):
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text, encoding="utf-8")
+    plain = plain_outcomes(workspace, hidden)
+    assert plain == {
+        "tests/test_settings.py::test_a_deprecation_is_an_error_here": "passed",
+        "tests/test_settings.py::test_an_unexpected_warning_fails": "failed",
+        "tests/test_settings.py::test_an_unexpected_pass": "failed",
+        "tests/test_settings.py::test_a_registered_marker": "passed",
+    }
+    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    assert not verdict.inconclusive, detail
+    assert dict(verdict.outcomes) == plain, detail
+
+
+LEFT_OUT = {
+    "tests/conftest.py": (
+        'collect_ignore = ["testdata"]\n'
+        "if True:\n"
+        '    collect_ignore_glob = ["golden/*_test.py"]\n'
+    ),
+    "tests/testdata/sample_test.py": "def test_data():\n    return 1\n",
+    "tests/golden/other_test.py": "def test_other():\n    assert False\n",
+    "tests/test_reads.py": """from pathlib import Path
+
+from calc import double
+
+HERE = Path(__file__).parent
+
+
+def test_a_data_file_that_looks_like_tests_is_as_written():
+    text = (HERE / "testdata" / "sample_test.py").read_text(encoding="utf-8")
+    assert text == "def test_data():\\n    return 1\\n"
+
+
+def test_a_golden_file_is_as_written():
+    text = (HERE / "golden" / "other_test.py").read_text(encoding="utf-8")
+    assert text == "def test_other():\\n    assert False\\n"
+    assert double(2) == 4
+""",
+}
+
+
+def test_a_file_the_suites_conftest_leaves_out_is_its_data(tmp_path: Path) -> None:
+    # asttokens reads testdata/astroid/clientmodule_test.py as a fixture, and its
+    # conftest.py leaves testdata out of the collection: nothing may be planted there.
+    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
+    workspace.mkdir()
+    (workspace / "calc.py").write_text("def double(n):\n    return 2 * n\n", encoding="utf-8")
+    for rel, text in LEFT_OUT.items():
+        (hidden / rel).parent.mkdir(parents=True, exist_ok=True)
+        (hidden / rel).write_text(text, encoding="utf-8")
+    plain = plain_outcomes(workspace, hidden)
+    assert set(plain.values()) == {"passed"}
+    assert len(plain) == 2
+    verdict = run_hidden_tests(workspace, hidden, timeout=120)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    assert dict(verdict.outcomes) == plain, detail
+    assert verdict.passed, detail

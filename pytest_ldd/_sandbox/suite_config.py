@@ -1,0 +1,148 @@
+"""The hidden suite's own pytest settings that the sandbox's configuration takes over.
+
+pytest runs the hidden tests with the sandbox's own configuration file (``-c``), so
+that no file of the workspace configures the run.  The hidden folder is the grader's,
+though, and where it holds the suite's configuration (a library's ``pyproject.toml``
+beside its ``tests/``), its authors' settings decide outcomes: ``filterwarnings =
+["error"]`` makes a warning fail its test, ``xfail_strict`` an unexpected pass.  Those
+settings are copied into the sandbox's file -- the ones that change what a test's
+outcome is, never the ones that change what is collected or how the run goes (the
+canaries, the twins and the expected ids are planted and counted with pytest's
+defaults, and ``-x`` would end the run at the first twin).
+
+Only the configuration file pytest itself would read for a run rooted in the hidden
+folder counts: the first of ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml`` (with
+``[tool.pytest.ini_options]``), ``tox.ini`` (with ``[pytest]``) and ``setup.cfg``
+(with ``[tool:pytest]``) at its top.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Final
+
+import iniconfig
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
+
+__all__ = ["TAKEN_OVER", "suite_ini", "suite_settings"]
+
+#: The settings taken over: each changes an outcome, none what is collected.
+TAKEN_OVER: Final = (
+    "filterwarnings",
+    "xfail_strict",
+    "markers",
+    "usefixtures",
+    "empty_parameter_set_mark",
+    "disable_test_id_escaping_and_forfeit_all_rights_to_community_support",
+)
+#: pytest-asyncio's, taken over where that plugin runs (an unknown key is a warning,
+#: and an error under ``filterwarnings = ["error"]``).
+_ASYNCIO: Final = ("asyncio_mode", "asyncio_default_fixture_loop_scope")
+#: What ``addopts`` may carry over: strictness about markers, and warning filters.
+_STRICT_FLAGS: Final = frozenset({"--strict-markers", "--strict"})
+_WARNING_FLAGS: Final = ("-W", "--pythonwarnings")
+#: Where pytest looks, in its order, and the section each file's settings are in.
+_FILES: Final = (
+    ("pytest.ini", "pytest"),
+    (".pytest.ini", "pytest"),
+    ("pyproject.toml", None),
+    ("tox.ini", "pytest"),
+    ("setup.cfg", "tool:pytest"),
+)
+
+
+def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
+    """The settings of :data:`TAKEN_OVER` the hidden folder's configuration file sets.
+
+    Values as an ini file holds them (lines of a list joined by newlines).  Its
+    ``addopts`` contributes ``--strict-markers`` (``--strict`` too, its older name) to
+    the sandbox's ``addopts``, and its ``-W`` filters to ``filterwarnings``, after the
+    file's own, as pytest orders them.  pytest-asyncio's settings count where one of
+    ``plugins`` is it.  A file that cannot be read or parsed gives nothing (the
+    defaults apply), as does a folder without one.
+    """
+    if not hidden.is_dir():
+        return {}
+    for name, section in _FILES:
+        path = hidden / name
+        if not path.is_file():
+            continue
+        found = _read(path, section)
+        if found is not None:
+            keys = TAKEN_OVER + (_ASYNCIO if any("asyncio" in p for p in plugins) else ())
+            return _taken_over(found, keys)
+    return {}
+
+
+def suite_ini(settings: Mapping[str, str]) -> str:
+    """The sandbox's configuration file with ``settings`` (see :func:`suite_settings`)."""
+    lines = ["[pytest]"]
+    for key, value in settings.items():
+        parts = [part.strip() for part in value.splitlines() if part.strip()]
+        # Every line after the first is indented: a value never starts a key of its own.
+        lines.append(f"{key} = " + "\n    ".join(parts) if parts else f"{key} =")
+    return "\n".join(lines) + "\n"
+
+
+def _read(path: Path, section: str | None) -> dict[str, Any] | None:
+    """The file's pytest settings, or None where it holds none (pytest reads on)."""
+    try:
+        if section is None:
+            with path.open("rb") as handle:
+                options = tomllib.load(handle).get("tool", {}).get("pytest", {})
+            table = options.get("ini_options") if isinstance(options, dict) else None
+            return dict(table) if isinstance(table, dict) else None
+        parsed = iniconfig.IniConfig(str(path))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, iniconfig.ParseError):
+        return None
+    if section not in parsed:
+        return {} if path.name in ("pytest.ini", ".pytest.ini") else None
+    return dict(parsed[section].items())
+
+
+def _taken_over(found: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]:
+    settings = {key: _text(found[key]) for key in keys if key in found}
+    options = _options(found.get("addopts", ""))
+    if options is None:
+        return settings
+    flags, filters = options
+    if flags:
+        settings["addopts"] = "--strict-markers"
+    if filters:
+        own = settings.get("filterwarnings", "")
+        settings["filterwarnings"] = "\n".join(part for part in (own, *filters) if part)
+    return settings
+
+
+def _options(addopts: Any) -> tuple[bool, list[str]] | None:
+    """Whether ``addopts`` asks for strict markers, and its warning filters."""
+    try:
+        words = shlex.split(addopts) if isinstance(addopts, str) else [str(w) for w in addopts]
+    except ValueError:
+        return None
+    strict = any(word in _STRICT_FLAGS for word in words)
+    filters: list[str] = []
+    for index, word in enumerate(words):
+        if word in _WARNING_FLAGS and index + 1 < len(words):
+            filters.append(words[index + 1])
+        elif word.startswith("-W") and len(word) > 2:
+            filters.append(word[2:])
+        elif word.startswith("--pythonwarnings="):
+            filters.append(word.partition("=")[2])
+    return strict, filters
+
+
+def _text(value: Any) -> str:
+    """An ini file's text for a value of a TOML or ini file."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, Sequence) and not isinstance(value, str):
+        return "\n".join(str(item) for item in value)
+    return str(value)

@@ -1,0 +1,103 @@
+"""Tests of pytest_ldd._sandbox.suite_config: which of the hidden suite's settings the
+sandbox's configuration takes over, read from the file pytest itself would read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import iniconfig
+import pytest
+
+from pytest_ldd._sandbox.suite_config import suite_ini, suite_settings
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+@pytest.mark.parametrize(
+    ("files", "expected"),
+    [
+        pytest.param(
+            {"pytest.ini": "[pytest]\nxfail_strict = true\ntestpaths = tests\n"},
+            {"xfail_strict": "true"},
+            id="pytest.ini",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.pytest.ini_options]\n"
+                'filterwarnings = ["error", "ignore::ResourceWarning"]\n'
+                'addopts = ["-ra", "--strict-markers", "-W", "error::UserWarning"]\n'
+            },
+            {
+                "filterwarnings": "error\nignore::ResourceWarning\nerror::UserWarning",
+                "addopts": "--strict-markers",
+            },
+            id="pyproject.toml, addopts as a list",
+        ),
+        pytest.param(
+            {"tox.ini": "[tox]\nenvlist = py\n[pytest]\naddopts = -x -Werror --strict\n"},
+            {"filterwarnings": "error", "addopts": "--strict-markers"},
+            id="tox.ini: -x and the like are never taken",
+        ),
+        pytest.param(
+            {"setup.cfg": "[tool:pytest]\nmarkers =\n    slow: slow\n    net\n"},
+            {"markers": "slow: slow\nnet"},
+            id="setup.cfg",
+        ),
+        pytest.param(
+            {
+                "pytest.ini": "[pytest]\nusefixtures = clean\n",
+                "pyproject.toml": "[tool.pytest.ini_options]\nxfail_strict = true\n",
+            },
+            {"usefixtures": "clean"},
+            id="pytest.ini before pyproject.toml",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.black]\nline-length = 88\n",
+                "tox.ini": "[pytest]\nxfail_strict = true\n",
+            },
+            {"xfail_strict": "true"},
+            id="a pyproject.toml without pytest's table is passed over",
+        ),
+        pytest.param(
+            {"pyproject.toml": "[tool.pytest.ini_options\nbroken"}, {}, id="unparsable"
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.pytest.ini_options]\n"
+                'python_files = ["check_*.py"]\nnorecursedirs = ["data"]\n'
+            },
+            {},
+            id="what decides collection is never taken",
+        ),
+        pytest.param({}, {}, id="no configuration"),
+    ],
+)
+def test_the_settings_taken_over(
+    files: dict[str, str], expected: dict[str, str], tmp_path: Path
+) -> None:
+    assert suite_settings(_write(tmp_path, files)) == expected
+
+
+def test_pytest_asyncios_settings_only_where_the_plugin_runs(tmp_path: Path) -> None:
+    hidden = _write(tmp_path, {"pytest.ini": "[pytest]\nasyncio_mode = auto\n"})
+    assert suite_settings(hidden) == {}
+    assert suite_settings(hidden, ["pytest_asyncio.plugin"]) == {"asyncio_mode": "auto"}
+
+
+def test_a_value_never_starts_a_setting_of_its_own(tmp_path: Path) -> None:
+    # Lines of a value are indented in the sandbox's file: a value that holds a line
+    # such as "addopts = -p evil" stays part of that value.
+    hidden = _write(
+        tmp_path,
+        {"pyproject.toml": '[tool.pytest.ini_options]\nmarkers = ["a\\naddopts = -p evil"]\n'},
+    )
+    written = tmp_path / "sandbox.ini"
+    written.write_text(suite_ini(suite_settings(hidden)), encoding="utf-8")
+    parsed = iniconfig.IniConfig(str(written))
+    assert dict(parsed["pytest"].items()) == {"markers": "a\naddopts = -p evil"}
