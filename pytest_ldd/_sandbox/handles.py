@@ -50,6 +50,7 @@ SPECIAL = (
     "__call__", "__len__", "__iter__", "__next__", "__getitem__", "__setitem__",
     "__delitem__", "__contains__", "__bool__", "__enter__", "__exit__", "__reversed__",
     "__length_hint__", "__fspath__", "__bytes__", "__copy__", "__deepcopy__",
+    "__await__", "__aiter__", "__anext__",
     "__get__", "__set__", "__delete__", "__set_name__",
     "__add__", "__sub__", "__mul__", "__truediv__", "__floordiv__", "__mod__", "__pow__",
     "__matmul__", "__lshift__", "__rshift__", "__and__", "__or__", "__xor__",
@@ -561,6 +562,16 @@ class HandleTable:
         attrs = {
             k: v for k, v in list(own.items())[:_MAX_ATTRS] if type(k) is str and k[:5] != "_ldd_"
         }
+        # The names the builtin exceptions keep in slots of their own, not in
+        # ``__dict__`` (``ModuleNotFoundError(name="fast").name``, which code checks
+        # before it falls back to another module): strings only, never an object
+        # (``AttributeError.obj`` may be one that may not cross).
+        for base, names in _EXCEPTION_SLOTS:
+            if isinstance(exc, base):
+                for name in names:
+                    value = base.__dict__[name].__get__(exc)
+                    if type(value) is str:
+                        attrs.setdefault(name, value)
         args = exc.args if type(exc.args) is tuple else ()
         return (args, cause, context, bool(exc.__suppress_context__), text, attrs)
 
@@ -573,6 +584,15 @@ class HandleTable:
         fresh = self._fresh.pop()
         if not sent:
             self.described.difference_update(fresh)
+
+
+# The builtin exceptions' attributes kept in slots: read through the base's own
+# descriptor, whatever a subclass defines.
+_EXCEPTION_SLOTS: tuple[tuple[type[BaseException], tuple[str, ...]], ...] = (
+    (ImportError, ("name", "path")),
+    (AttributeError, ("name",)),
+    (NameError, ("name",)),
+)
 
 
 # -- objects both sides know by name ------------------------------------------------------

@@ -265,6 +265,20 @@ _TYPE_IDENTITY = (
     " the judge holds a stand-in, whose type is its own (`type(f) is types.FunctionType`"
     " is false for a workspace function)"
 )
+# Top-level packages that are no installed library of the tests: pytest's own (they
+# are refused outright) and the sandbox's.
+_NOT_INSTALLED = frozenset({"pytest", "_pytest", "pluggy", "pytest_ldd"})
+# Where an interpreter's installed libraries live.
+_INSTALLED_FOLDERS = frozenset({"site-packages", "dist-packages"})
+_SUITE_IMPORT = (
+    "workspace code imported {name!r}, a module of the hidden tests' folder: the"
+    " subject process may not read that folder (jinja2's PackageLoader of its tests'"
+    " res package)"
+)
+_INSTALLED = (
+    "handing workspace code an object of {name}, a class of an installed library: in"
+    " the subject process it is a stand-in, no instance of that library's class there"
+)
 _COPIED = (
     "handing workspace code a {kind}, which crosses as a copy: what workspace code"
     " changes in it does not reach the test's"
@@ -365,7 +379,7 @@ _READABLE = frozenset(
         "__dataclass_params__", "__attrs_attrs__", "__slots__", "__match_args__",
         "__members__", "__origin__", "__args__", "__parameters__", "__orig_bases__",
         "__class_getitem__", "__version__", "__all__", "__fields__", "__notes__",
-        "__cause__", "__context__", "__suppress_context__",
+        "__cause__", "__context__", "__suppress_context__", "__getstate__",
     }
     | handles.SPECIAL_NAMES
 )  # fmt: skip
@@ -432,6 +446,10 @@ class JudgePolicy:
         self._by_type: dict[type, str | None] = {}
         self._limit = limit
         self._doubt = doubt
+        self._installed: dict[type, str | None] = {}
+        # The hidden tests' folder (set with the connection's): its classes are the
+        # tests' own, not an installed library's.
+        self.suite_root: str | None = None
 
     # -- lending ------------------------------------------------------------------------
     def check_lend(self, obj: Any) -> bool:
@@ -452,12 +470,42 @@ class JudgePolicy:
                 " use isolation='inprocess'"
             )
             raise IsolationError(msg)
+        installed = self._installed_class(type(obj))
+        if installed is not None:
+            self._doubt(_INSTALLED.format(name=installed))
         if weakref.getweakrefcount(obj) and not callable(obj):
             # more-itertools' lifecycle tests watch their elements die as the
             # workspace's iterator moves on (functions and classes are left out: caches
             # hold weak references to them, and nobody watches them die).
             self._limit(_LIFETIME)
         return True
+
+    def _installed_class(self, cls: type) -> str | None:
+        """``module.Class`` where ``cls`` is a class of an installed library, else None.
+
+        Neither the standard library's, nor the hidden tests' (their files are in the
+        suite's folder), nor pytest's or the sandbox's: a library the judge imported
+        from a ``site-packages`` folder, as the subject imports its own copy.
+        """
+        if cls in self._installed:
+            return self._installed[cls]
+        found = None
+        module = getattr(cls, "__module__", None)
+        top = module.partition(".")[0] if type(module) is str else ""
+        loaded = sys.modules.get(top)
+        where = getattr(loaded, "__file__", None)
+        if (
+            top
+            and top not in sys.stdlib_module_names
+            and top not in _NOT_INSTALLED
+            and isinstance(where, str)
+            and _INSTALLED_FOLDERS.intersection(Path(where).parts)
+            and not (self.suite_root and os.path.realpath(where).startswith(self.suite_root))
+            and not isinstance(loaded, ProxyModule)
+        ):
+            found = f"{module}.{cls.__qualname__}"
+        self._installed[cls] = found
+        return found
 
     def check_copy(self, value: Any) -> None:
         """A defaultdict, OrderedDict, Counter, deque or ast node of the test crosses as a copy.
@@ -902,6 +950,8 @@ class Connection:
 
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""
+        if isinstance(exc, ModuleNotFoundError) and self._of_the_suite(exc.name):
+            self.doubt(_SUITE_IMPORT.format(name=exc.name))
         if self.stand_ins.number_of(exc) is None:
             # The judge's own, raised again by workspace code (a generator of the test
             # that raised it, as jsonpointer's join() passes KeyboardInterrupt on):
@@ -920,6 +970,21 @@ class Connection:
         if len(self.remote_errors) > 1000:
             self.remote_errors.pop(next(iter(self.remote_errors)))
         return exc
+
+    def _of_the_suite(self, name: Any) -> bool:
+        """Whether the judge finds module ``name`` in the hidden tests' folder."""
+        if type(name) is not str or not name or self.suite_root is None:
+            return False
+        top = name.partition(".")[0]
+        try:
+            spec = importlib.machinery.PathFinder.find_spec(top)
+        except (ImportError, ValueError):
+            return False
+        origins = [spec.origin, *(spec.submodule_search_locations or ())] if spec else []
+        return any(
+            isinstance(origin, str) and os.path.realpath(origin).startswith(self.suite_root)
+            for origin in origins
+        )
 
     def _output(self, stream: int, payload: Any) -> None:
         if stream == 4:
@@ -1034,6 +1099,15 @@ class ProxyModule(types.ModuleType):
         if name in _LOCAL:
             object.__setattr__(self, name, value)
             watching.note_local(self, name)
+        elif (
+            isinstance(value, ProxyModule)
+            and object.__getattribute__(value, "__name__") == f"{self.__name__}.{name}"
+        ):
+            # The import system binding a submodule the judge imported to its parent:
+            # the subject bound it when it imported it, and the package may have put
+            # something else under that name since (tenacity's ``retry`` function
+            # replaces its ``retry`` submodule).  One process never binds it again.
+            return
         else:
             self._ldd_link.module_attributes.pop((self._ldd_id, name), None)
             self._ldd_link.request("setattr", self, name, value)
@@ -1215,6 +1289,7 @@ def isolation_guard(
     sync.forward_codecs(connection)
     if suite is not None:
         connection.suite_root = os.path.join(os.path.realpath(suite), "")
+        connection.policy.suite_root = connection.suite_root
         connection.suite_links = _linked_into(os.getcwd(), connection.suite_root)
         patched = watching.watch_patches(pytest, connection.suite_root, _of_workspace)
 

@@ -166,6 +166,11 @@ class Proxy:
         )
         raise _link(self).refuse(msg)
 
+    def __getstate__(self) -> Any:
+        # object has one since 3.11, so a call would not reach __getattr__: asked of
+        # the owner, whose class may define its own (jinja2's LRUCache).
+        return _link(self).getattr(self, "__getstate__")()
+
     def __del__(self) -> None:
         # The side's table holds one weak reference; any other is code's own, and it
         # now dies with the stand-in, where the object itself may live on.
@@ -201,6 +206,9 @@ class ValueProxy:
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return Proxy.__reduce_ex__(self, protocol)  # type: ignore[arg-type]
+
+    def __getstate__(self) -> Any:
+        return Proxy.__getstate__(self)  # type: ignore[arg-type]
 
 
 def _text(link: Link, value: Any, what: str) -> str:
@@ -523,6 +531,11 @@ def _special_methods() -> dict[str, Any]:
         "__length_hint__": _asked_hint,
         "__fspath__": _method("fspath", 0),
         "__bytes__": _method("bytes", 0),
+        # ``await`` of the other side's coroutine: the iterator its ``__await__`` gives
+        # is the other side's too, and ``send``/``throw`` are asked of it there.
+        "__await__": _method("await", 0),
+        "__aiter__": _method("aiter", 0),
+        "__anext__": _method("anext", 0),
         "__getitem__": _method("getitem", 2),
         "__setitem__": _method("setitem", 2),
         "__delitem__": _method("delitem", 2),

@@ -2720,6 +2720,90 @@ def test_ast_nodes_cross_as_trees_of_the_receivers_own_classes(task: SimpleNames
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
 
 
+ASYNC_MODULE = (
+    "import asyncio\nimport importlib\n\n\n"
+    "async def double(x):\n    await asyncio.sleep(0)\n    return 2 * x\n\n\n"
+    "async def count(n):\n"
+    "    for i in range(n):\n        await asyncio.sleep(0)\n        yield i\n\n\n"
+    "def speedup(load):\n"
+    "    try:\n        return load('fast')\n"
+    "    except ModuleNotFoundError as exc:\n"
+    "        if exc.name != 'fast':\n            raise\n"
+    "        return 'slow'\n\n\n"
+    "class Cache:\n"
+    "    def __init__(self, capacity):\n        self.capacity = capacity\n\n"
+    "    def __getstate__(self):\n        return {'capacity': self.capacity}\n\n\n"
+    "def package(name):\n    return importlib.import_module(name).__name__\n\n\n"
+    "def is_strategy(value):\n"
+    "    from hypothesis.strategies import SearchStrategy\n\n"
+    "    return isinstance(value, SearchStrategy)\n"
+)
+ASYNC_TESTS = (
+    "import asyncio\n\nimport wsasync\nfrom wsasync import retry\n\n\n"
+    "def test_await_in_the_tests_own_coroutine():\n"
+    "    async def main():\n        return await wsasync.double(3)\n\n"
+    "    assert asyncio.run(main()) == 6\n\n\n"
+    "def test_async_for_over_a_workspace_generator():\n"
+    "    async def main():\n        return [i async for i in wsasync.count(3)]\n\n"
+    "    assert asyncio.run(main()) == [0, 1, 2]\n\n\n"
+    "def test_the_name_of_an_import_error_crosses():\n"
+    "    def load(name):\n        raise ModuleNotFoundError(f'no {name}', name=name)\n\n"
+    "    assert wsasync.speedup(load) == 'slow'\n\n\n"
+    "def test_an_explicit_getstate_is_the_objects_own():\n"
+    "    assert wsasync.Cache(3).__getstate__() == {'capacity': 3}\n\n\n"
+    "def test_a_function_that_replaced_its_submodule():\n"
+    "    assert retry(1) == 2\n"
+)
+SUBMODULE_TESTS = (
+    "from wsasync.retry import never\n\n\n"
+    "def test_the_submodule_first():\n    assert never() is False\n"
+)
+OUT_OF_REACH_TESTS = (
+    "from hypothesis import strategies\n\nimport wsasync\n\n\n"
+    "def test_a_package_of_the_tests_imported_by_the_workspace():\n"
+    "    assert wsasync.package('res') == 'res'\n\n\n"
+    "def test_an_object_of_an_installed_library():\n"
+    "    assert wsasync.is_strategy(strategies.integers())\n"
+)
+
+
+def test_what_jinja2_tenacity_and_slugify_hand_across_is_plain_or_inconclusive(
+    task: SimpleNamespace,
+) -> None:
+    # jinja2 awaits its coroutines in the tests' own and asks __getstate__ explicitly;
+    # tenacity's package function ``retry`` replaces its submodule ``retry``, which a
+    # test file imported first; slugify checks ModuleNotFoundError.name.  A package of
+    # the tests' folder imported by the workspace (jinja2's PackageLoader("res")) and
+    # an installed library's object (asttokens' astroid nodes) cannot be carried.
+    package = {
+        "wsasync/__init__.py": "from .retry import never\n" + ASYNC_MODULE + (
+            "\n\ndef retry(x):\n    return x + 1\n"
+        ),
+        "wsasync/retry.py": "def never():\n    return False\n",
+    }
+    _write(task.ws, package)
+    _write(
+        task.hidden,
+        {
+            "tests/test_a_submodule.py": SUBMODULE_TESTS,
+            "tests/test_b_async.py": ASYNC_TESTS,
+            "tests/test_c_out_of_reach.py": OUT_OF_REACH_TESTS,
+            # Importable as "res" beside the tests (pytest puts tests/ on sys.path),
+            # as jinja2's tests/res is.
+            "tests/res/__init__.py": "",
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    detail = f"{process.reason}\n{process.output_tail[-3000:]}"
+    assert process.inconclusive, detail
+    for test_id, outcome in process.outcomes.items():
+        if not test_id.startswith("tests/test_c_"):
+            assert outcome == "passed", (test_id, detail)
+    assert "after workspace code imported 'res', a module of the hidden tests' folder" in detail
+    assert "an object of hypothesis.strategies." in detail
+
+
 PATTERNS_MODULE = (
     "import re\n\n"
     "FUNC = re.match\n\n\n"
