@@ -21,7 +21,7 @@ import pytest
 from realsuites import SUITES, plain_outcomes, stage_suite
 
 from pytest_ldd._sandbox import staging
-from pytest_ldd.sandbox import grade_many, run_hidden_tests
+from pytest_ldd.sandbox import Verdict, grade_many, run_hidden_tests
 
 # more_itertools' plain run alone takes ~17 s on a loaded machine: the others keep
 # CI's share of this file near a minute and a half on two workers, and span a plugin
@@ -218,15 +218,27 @@ HANDED = ("tests/test_files.py::test_hands_the_workspace_a_relative_path",
           "tests/test_files.py::test_compares_with_a_helper_of_its_own")  # fmt: skip
 
 
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text, encoding="utf-8")
+
+
+def _graded(workspace: Path, hidden: Path, start: str, isolation: str) -> Verdict:
+    """The verdict of one run, started cold or warm (grade_many's zygote)."""
+    if start == "warm":
+        ((_, verdict),) = grade_many([(workspace, hidden)], timeout=120, isolation=isolation)
+        return verdict
+    return run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+
+
 def _relative_task(
     tmp_path: Path, workspace_files: dict[str, str], *, package: bool = True
 ) -> tuple[Path, Path]:
     workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
     tests = {rel: text for rel, text in RELATIVE.items() if package or "__init__" not in rel}
-    for root, files in ((workspace, {"calc.py": READ, **workspace_files}), (hidden, tests)):
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text, encoding="utf-8")
+    _tree(workspace, {"calc.py": READ, **workspace_files})
+    _tree(hidden, tests)
     return workspace, hidden
 
 
@@ -242,10 +254,7 @@ def test_a_test_finds_its_folder_relative_to_the_working_folder_as_in_its_reposi
     workspace, hidden = _relative_task(tmp_path, {}, package=package)
     plain = plain_outcomes(workspace, hidden)
     assert set(plain.values()) == {"passed"}
-    if start == "warm":
-        ((_, verdict),) = grade_many([(workspace, hidden)], timeout=120, isolation=isolation)
-    else:
-        verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    verdict = _graded(workspace, hidden, start, isolation)
     detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
     assert not verdict.tampered, detail
     assert not (workspace / "tests").exists()  # the agent's folder is never touched
@@ -316,16 +325,11 @@ def test_a_python_the_tests_start_imports_the_workspace_as_where_it_is_installed
     # its authors test it, the package is installed, and under plain pytest here it is
     # on PYTHONPATH.
     workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
-    for root, files in ((workspace, GREET), (hidden, STARTS_PYTHON)):
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text, encoding="utf-8")
+    _tree(workspace, GREET)
+    _tree(hidden, STARTS_PYTHON)
     plain = plain_outcomes(workspace, hidden)
     assert set(plain.values()) == {"passed"}
-    if start == "warm":
-        ((_, verdict),) = grade_many([(workspace, hidden)], timeout=120, isolation=isolation)
-    else:
-        verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    verdict = _graded(workspace, hidden, start, isolation)
     detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
     assert not verdict.tampered, detail
     if isolation == "inprocess":
@@ -444,10 +448,8 @@ def test_the_suites_own_settings_that_decide_outcomes_apply(
     # In process isolation a warning the subject forwards becomes the judge's error
     # when the call returns (it once broke the conversation mid-request).
     workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
-    for root, files in ((workspace, {"calc.py": SETTINGS_CALC}), (hidden, SUITE_SETTINGS)):
-        for rel, text in files.items():
-            (root / rel).parent.mkdir(parents=True, exist_ok=True)
-            (root / rel).write_text(text, encoding="utf-8")
+    _tree(workspace, {"calc.py": SETTINGS_CALC})
+    _tree(hidden, SUITE_SETTINGS)
     plain = plain_outcomes(workspace, hidden)
     assert plain == {
         "tests/test_settings.py::test_a_deprecation_is_an_error_here": "passed",
@@ -464,9 +466,7 @@ def test_the_suites_own_settings_that_decide_outcomes_apply(
 
 LEFT_OUT = {
     "tests/conftest.py": (
-        'collect_ignore = ["testdata"]\n'
-        "if True:\n"
-        '    collect_ignore_glob = ["golden/*_test.py"]\n'
+        'collect_ignore = ["testdata"]\nif True:\n    collect_ignore_glob = ["golden/*_test.py"]\n'
     ),
     "tests/testdata/sample_test.py": "def test_data():\n    return 1\n",
     "tests/golden/other_test.py": "def test_other():\n    assert False\n",

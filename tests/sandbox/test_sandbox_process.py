@@ -1395,6 +1395,17 @@ def _as_plain_or_inconclusive(task: SimpleNamespace) -> tuple[Verdict, Verdict]:
     return plain, process
 
 
+def _passes_as_in_one_process(
+    task: SimpleNamespace, workspace: dict[str, str], hidden: dict[str, str]
+) -> None:
+    """The task passes under plain pytest, and in process isolation as well."""
+    _write(task.ws, workspace)
+    _write(task.hidden, hidden)
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.output_tail[-3000:]
+    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+
+
 def _both_pass(task: SimpleNamespace, workspace: dict[str, str], hidden: dict[str, str]) -> None:
     """Every hidden test passes in both isolations, as under plain pytest."""
     _write(task.ws, workspace)
@@ -2351,11 +2362,7 @@ SAME_TESTS = (
 
 
 def test_a_string_that_makes_a_round_trip_is_the_same_object(task: SimpleNamespace) -> None:
-    _write(task.ws, {"same.py": SAME_MODULE})
-    _write(task.hidden, {"test_same.py": SAME_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"same.py": SAME_MODULE}, {"test_same.py": SAME_TESTS})
     # A workspace that hands back an equal copy fails as in one process.
     copying = "def identity(value):\n    return value[:1] + value[1:]\n"
     _write(task.ws, {"same.py": SAME_MODULE.replace("def identity(value):\n", copying, 1)})
@@ -2431,11 +2438,7 @@ OWNED_TESTS = (
 def test_special_methods_annotations_and_dict_of_a_class_are_read_at_its_owner(
     task: SimpleNamespace,
 ) -> None:
-    _write(task.ws, {"owned.py": OWNED_MODULE})
-    _write(task.hidden, {"test_owned.py": OWNED_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"owned.py": OWNED_MODULE}, {"test_owned.py": OWNED_TESTS})
 
 
 def test_subclassing_a_workspace_class_beside_another_metaclass_is_a_limit(
@@ -2479,11 +2482,7 @@ TYPED_TESTS = (
 
 
 def test_unions_and_type_variables_of_annotations_cross(task: SimpleNamespace) -> None:
-    _write(task.ws, {"typed.py": TYPED_MODULE})
-    _write(task.hidden, {"test_typed.py": TYPED_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"typed.py": TYPED_MODULE}, {"test_typed.py": TYPED_TESTS})
 
 
 FORMS_MODULE = (
@@ -2520,11 +2519,7 @@ FORMS_TESTS = (
 def test_typing_forms_and_read_only_memoryviews_cross_as_themselves(
     task: SimpleNamespace,
 ) -> None:
-    _write(task.ws, {"forms.py": FORMS_MODULE})
-    _write(task.hidden, {"test_forms.py": FORMS_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"forms.py": FORMS_MODULE}, {"test_forms.py": FORMS_TESTS})
 
 
 ARITY_MODULE = (
@@ -2578,11 +2573,7 @@ def test_a_judge_function_binds_its_arguments_in_the_subject_as_in_one_process(
 ) -> None:
     # pyparsing calls parse actions with fewer arguments while the call itself fails
     # with a TypeError whose traceback holds one frame.
-    _write(task.ws, {"arity.py": ARITY_MODULE})
-    _write(task.hidden, {"test_arity.py": ARITY_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"arity.py": ARITY_MODULE}, {"test_arity.py": ARITY_TESTS})
 
 
 SHAPES_MODULE = (
@@ -2630,11 +2621,7 @@ SHAPES_TESTS = (
 def test_what_h11_does_with_its_classes_works_across(task: SimpleNamespace) -> None:
     # h11: sentinels that are their own metaclass, a buffer read with bytes(), an
     # exception that changes its class and is raised again.
-    _write(task.ws, {"shapes.py": SHAPES_MODULE})
-    _write(task.hidden, {"test_shapes.py": SHAPES_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"shapes.py": SHAPES_MODULE}, {"test_shapes.py": SHAPES_TESTS})
 
 
 PASSING_ON_MODULE = (
@@ -2713,11 +2700,7 @@ LINT_TESTS = (
 def test_ast_nodes_cross_as_trees_of_the_receivers_own_classes(task: SimpleNamespace) -> None:
     # pyflakes' tests parse source and hand the tree to Checker, which looks its handler
     # up by type(tree) in a dict of ast classes.
-    _write(task.ws, {"lint.py": LINT_MODULE})
-    _write(task.hidden, {"test_lint.py": LINT_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"lint.py": LINT_MODULE}, {"test_lint.py": LINT_TESTS})
 
 
 ASYNC_MODULE = (
@@ -2776,9 +2759,9 @@ def test_what_jinja2_tenacity_and_slugify_hand_across_is_plain_or_inconclusive(
     # the tests' folder imported by the workspace (jinja2's PackageLoader("res")) and
     # an installed library's object (asttokens' astroid nodes) cannot be carried.
     package = {
-        "wsasync/__init__.py": "from .retry import never\n" + ASYNC_MODULE + (
-            "\n\ndef retry(x):\n    return x + 1\n"
-        ),
+        "wsasync/__init__.py": "from .retry import never\n"
+        + ASYNC_MODULE
+        + ("\n\ndef retry(x):\n    return x + 1\n"),
         "wsasync/retry.py": "def never():\n    return False\n",
     }
     _write(task.ws, package)
@@ -2826,11 +2809,9 @@ PATTERNS_TESTS = (
 def test_functions_of_re_and_compiled_patterns_cross_as_themselves(
     task: SimpleNamespace,
 ) -> None:
-    _write(task.ws, {"patterns.py": PATTERNS_MODULE})
-    _write(task.hidden, {"test_patterns.py": PATTERNS_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(
+        task, {"patterns.py": PATTERNS_MODULE}, {"test_patterns.py": PATTERNS_TESTS}
+    )
 
 
 # A stdlib value's kind byte (wire._X_PATTERN, _X_TYPING_UNION) and malformed parts.
@@ -2894,11 +2875,7 @@ ERRORS_TESTS = (
 def test_a_workspace_exception_class_called_by_the_tests_constructs_at_its_owner(
     task: SimpleNamespace,
 ) -> None:
-    _write(task.ws, {"errors.py": ERRORS_MODULE})
-    _write(task.hidden, {"test_errors.py": ERRORS_TESTS})
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.output_tail[-3000:]
-    assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
+    _passes_as_in_one_process(task, {"errors.py": ERRORS_MODULE}, {"test_errors.py": ERRORS_TESTS})
 
 
 def test_workspace_code_raising_a_tests_own_exception_class_keeps_the_subject(

@@ -64,9 +64,7 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
             {"xfail_strict": "true"},
             id="a pyproject.toml without pytest's table is passed over",
         ),
-        pytest.param(
-            {"pyproject.toml": "[tool.pytest.ini_options\nbroken"}, {}, id="unparsable"
-        ),
+        pytest.param({"pyproject.toml": "[tool.pytest.ini_options\nbroken"}, {}, id="unparsable"),
         pytest.param(
             {
                 "pyproject.toml": "[tool.pytest.ini_options]\n"
