@@ -59,7 +59,7 @@ from pytest_ldd._sandbox.staging import (
     stage_hidden,
     workspace_modules,
 )
-from pytest_ldd._sandbox.suite_config import suite_ini, suite_settings
+from pytest_ldd._sandbox.suite_config import Collection, collection, suite_ini, suite_settings
 from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = [
@@ -455,11 +455,18 @@ class _Layout:
     cwd: Path
     env: dict[str, str]
     settings: dict[str, Any]
+    collection: Collection
 
     def stage(self) -> _Staged:
         """Stage the hidden tests and their canaries; snapshot everything staged."""
         rng = random.Random(secrets.randbits(64))
-        suite = stage_hidden(self.hidden, self.suite_root, rng, workspace_modules=self.modules)
+        suite = stage_hidden(
+            self.hidden,
+            self.suite_root,
+            rng,
+            workspace_modules=self.modules,
+            collection=self.collection,
+        )
         staged = snapshot(self.root, _STAGED)
         # What the hidden tests' module files must hash to when they are imported.
         manifest = {
@@ -499,8 +506,10 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
     # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
     # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts
     # included.  The hidden suite's own settings that decide outcomes (filterwarnings,
-    # xfail_strict, markers) join it: never one that changes what is collected.
-    ini = suite_ini(suite_settings(hidden, options.plugins))
+    # xfail_strict, markers) and which files are tests (python_files, norecursedirs)
+    # join it; the staging plants and counts by the latter too.
+    taken_over = suite_settings(hidden, options.plugins)
+    ini = suite_ini(taken_over)
     (runner_dir / "pytest.ini").write_text(ini, encoding="utf-8")
     for name in ("home", "tmp"):
         (root / name).mkdir()
@@ -567,7 +576,9 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
         # A cold judge hashes with a seed of this run's, and gives it to its subject; a
         # judge forked from a zygote has its zygote's (see warm.Zygote).
         env["PYTHONHASHSEED"] = new_hash_seed()
-    return _Layout(root, hidden, suite_root, modules, argv, copy, env, settings)
+    return _Layout(
+        root, hidden, suite_root, modules, argv, copy, env, settings, collection(taken_over)
+    )
 
 
 def _policy(

@@ -23,6 +23,7 @@ from fnmatch import fnmatch
 from pathlib import Path
 from typing import Any
 
+from pytest_ldd._sandbox.suite_config import Collection
 from pytest_ldd._sandbox.twins import Twin, parse, plant_twins
 from pytest_ldd.errors import SandboxError
 
@@ -37,9 +38,8 @@ __all__ = [
 ]
 
 # pytest's defaults: python_files, python_classes / python_functions and norecursedirs.
-_TEST_FILES = ("test_*.py", "*_test.py")
-_NORECURSE = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 _NEVER_COPIED = ("__pycache__", ".pytest_cache")
+_PYTEST_DEFAULTS = Collection()
 _BYTECODE = (".pyc", ".pyo")
 
 # Variables of the calling environment the child keeps; everything else is dropped.
@@ -238,12 +238,14 @@ def stage_hidden(
     rng: random.Random,
     *,
     workspace_modules: frozenset[str] | None = None,
+    collection: Collection = _PYTEST_DEFAULTS,
 ) -> HiddenSuite:
     """Copy the hidden tests to ``dst``, find their ids and plant the canary tests.
 
     ``workspace_modules`` are the top-level module names the workspace provides (what
     tells the twins which values are the workspace's); None: every import that is not
-    the standard library's or a test library's.
+    the standard library's or a test library's.  ``collection`` says which files are
+    test files (the suite's ``python_files`` and ``norecursedirs``).
     """
     try:
         if src.is_dir():
@@ -260,10 +262,10 @@ def stage_hidden(
     # pytest: nothing is planted in it, nor expected of it (asttokens reads its
     # testdata/astroid/clientmodule_test.py, which collect_ignore leaves out).
     ignored = _ignored_by_conftest(dst)
-    files = [path for path in _test_files(dst) if not ignored(path)]
+    files = [path for path in _test_files(dst, collection) if not ignored(path)]
     if not files:
         msg = (
-            f"'tests' must hold test files named {' or '.join(_TEST_FILES)}"
+            f"'tests' must hold test files named {' or '.join(collection.python_files)}"
             f" (found none in {str(src)!r})"
         )
         raise SandboxError(msg)
@@ -465,12 +467,12 @@ def _ignore_entries(body: Sequence[ast.stmt]) -> Iterator[tuple[str, str]]:
                     yield target.id, element.value
 
 
-def _test_files(root: Path) -> list[Path]:
+def _test_files(root: Path, collection: Collection) -> list[Path]:
     found = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if not any(fnmatch(d, p) for p in _NORECURSE))
+        dirnames[:] = sorted(d for d in dirnames if collection.enters(Path(dirpath, d)))
         for name in sorted(filenames):
-            if any(fnmatch(name, pattern) for pattern in _TEST_FILES):
+            if collection.is_test_file(Path(dirpath, name)):
                 found.append(Path(dirpath, name))
     return found
 

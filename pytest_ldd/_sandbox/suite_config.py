@@ -8,7 +8,10 @@ beside its ``tests/``), its authors' settings decide outcomes: ``filterwarnings 
 settings are copied into the sandbox's file -- the ones that change what a test's
 outcome is, never the ones that change what is collected or how the run goes (the
 canaries, the twins and the expected ids are planted and counted with pytest's
-defaults, and ``-x`` would end the run at the first twin).
+defaults, and ``-x`` would end the run at the first twin).  Two settings of what is
+collected are the exception: ``python_files`` and ``norecursedirs`` name the files
+that are tests at all, and the staging plants and counts by them as pytest collects
+by them (a ``tests/mypy_test_cases`` folder the suite keeps out is its data).
 
 Only the configuration file pytest itself would read for a run rooted in the hidden
 folder counts: the first of ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml`` (with
@@ -18,9 +21,12 @@ folder counts: the first of ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml`` 
 
 from __future__ import annotations
 
+import fnmatch
+import os
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -31,7 +37,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["TAKEN_OVER", "suite_ini", "suite_settings"]
+__all__ = ["COLLECTION", "TAKEN_OVER", "Collection", "collection", "suite_ini", "suite_settings"]
 
 #: The settings taken over: each changes an outcome, none what is collected.
 TAKEN_OVER: Final = (
@@ -42,6 +48,15 @@ TAKEN_OVER: Final = (
     "empty_parameter_set_mark",
     "disable_test_id_escaping_and_forfeit_all_rights_to_community_support",
 )
+#: What is collected: which files are test files, and which folders are never entered.
+COLLECTION: Final = ("python_files", "norecursedirs")
+#: pytest's defaults of :data:`COLLECTION`.
+_DEFAULTS: Final = {
+    "python_files": ("test_*.py", "*_test.py"),
+    "norecursedirs": (
+        "*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}",
+    ),
+}  # fmt: skip
 #: pytest-asyncio's, taken over where that plugin runs (an unknown key is a warning,
 #: and an error under ``filterwarnings = ["error"]``).
 _ASYNCIO: Final = ("asyncio_mode", "asyncio_default_fixture_loop_scope")
@@ -59,7 +74,8 @@ _FILES: Final = (
 
 
 def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
-    """The settings of :data:`TAKEN_OVER` the hidden folder's configuration file sets.
+    """The settings of :data:`TAKEN_OVER` and :data:`COLLECTION` the hidden folder's
+    configuration file sets.
 
     Values as an ini file holds them (lines of a list joined by newlines).  Its
     ``addopts`` contributes ``--strict-markers`` (``--strict`` too, its older name) to
@@ -76,9 +92,50 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
             continue
         found = _read(path, section)
         if found is not None:
-            keys = TAKEN_OVER + (_ASYNCIO if any("asyncio" in p for p in plugins) else ())
+            keys = TAKEN_OVER + COLLECTION
+            keys += _ASYNCIO if any("asyncio" in p for p in plugins) else ()
             return _taken_over(found, keys)
     return {}
+
+
+@dataclass(frozen=True, slots=True)
+class Collection:
+    """Which files under the hidden folder pytest collects as test files."""
+
+    python_files: tuple[str, ...] = _DEFAULTS["python_files"]
+    norecursedirs: tuple[str, ...] = _DEFAULTS["norecursedirs"]
+
+    def is_test_file(self, path: Path) -> bool:
+        """Whether ``path`` (a file) matches ``python_files``, as pytest matches it."""
+        return any(_fnmatch_ex(pattern, path) for pattern in self.python_files)
+
+    def enters(self, path: Path) -> bool:
+        """Whether pytest looks into the folder ``path`` (``norecursedirs``, caches)."""
+        if path.name == "__pycache__" or (path / "pyvenv.cfg").is_file():
+            return False
+        return not any(_fnmatch_ex(pattern, path) for pattern in self.norecursedirs)
+
+
+def collection(settings: Mapping[str, str]) -> Collection:
+    """The :class:`Collection` of settings from :func:`suite_settings`."""
+    found = {}
+    for key in COLLECTION:
+        if key in settings:
+            try:
+                found[key] = tuple(shlex.split(settings[key]))
+            except ValueError:  # unbalanced quotes: pytest could not read it either
+                continue
+    return Collection(**found)
+
+
+def _fnmatch_ex(pattern: str, path: Path) -> bool:
+    """pytest's match of a path against a pattern: its name, or with a ``/`` its path."""
+    if os.sep not in pattern and "/" not in pattern:
+        return fnmatch.fnmatch(path.name, pattern)
+    name = str(path)
+    if path.is_absolute() and not os.path.isabs(pattern):
+        pattern = f"*{os.sep}{pattern}"
+    return fnmatch.fnmatch(name, pattern.replace("/", os.sep))
 
 
 def suite_ini(settings: Mapping[str, str]) -> str:

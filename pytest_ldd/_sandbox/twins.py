@@ -84,6 +84,11 @@ _SLOW_CALLS = frozenset(
 )
 
 _NOT_TWINNED = frozenset({"given", "skip", "skipif", "xfail"})
+# Calls that make an iterator: a twin's decorators evaluated before its original's would
+# consume one the original's take from a module-level name.
+_ITERATOR_CALLS = frozenset(
+    {"iter", "map", "filter", "zip", "enumerate", "reversed", "count", "cycle", "chain"}
+)
 _RAISES = frozenset({"raises"})
 _UNITTEST_RAISES = frozenset({"assertRaises", "assertRaisesRegex"})
 _APPROX = frozenset({"approx"})
@@ -269,6 +274,8 @@ class _Module:
     data: set[str]  # module-level names bound once to list/tuple displays or comprehensions
     assigned: set[str]  # every module-level name bound by an assignment
     pool: dict[Any, list[Any]]
+    # Module-level names bound to an iterator (a generator expression, iter(), map(), ...)
+    iterators: set[str] = field(default_factory=set)
 
 
 def _module_facts(tree: ast.Module, workspace: Callable[[str], bool]) -> _Module:
@@ -313,7 +320,42 @@ def _module_facts(tree: ast.Module, workspace: Callable[[str], bool]) -> _Module
                 if node.value not in kept and len(kept) < 32:
                     kept.append(node.value)
     data = {d for d in data if counts.get(d) == 1}
-    return _Module(tainted, literals, functions, data, set(counts), pool)
+    iterators = {
+        target.id
+        for node in tree.body
+        if isinstance(node, ast.Assign) and _makes_iterator(node.value)
+        for target in node.targets
+        if isinstance(target, ast.Name)
+    }
+    return _Module(tainted, literals, functions, data, set(counts), pool, iterators)
+
+
+def _makes_iterator(node: ast.expr) -> bool:
+    """A generator expression, or a call of :data:`_ITERATOR_CALLS` (``iter(rows)``)."""
+    if isinstance(node, ast.GeneratorExp):
+        return True
+    return isinstance(node, ast.Call) and _called_name(node.func) in _ITERATOR_CALLS
+
+
+def _shares_state(function: ast.FunctionDef | ast.AsyncFunctionDef, module: _Module) -> bool:
+    """Whether evaluating the test's decorators or defaults again changes what its own
+    evaluation finds: they take from a module-level iterator, or call ``next``.
+
+    A twin's copies of them are evaluated too, before or after the original's
+    (marshmallow's ``fields.Integer(validate=validators_gen)`` takes its validators from a
+    generator: a twin evaluated first left the original's field without any).
+    """
+    evaluated = [*function.decorator_list, *function.args.defaults]
+    evaluated += [d for d in function.args.kw_defaults if d is not None]
+    for expr in evaluated:
+        for node in ast.walk(expr):
+            if isinstance(node, ast.Name) and node.id in module.iterators:
+                return True
+            if isinstance(node, ast.Call) and _called_name(node.func) in {"next", "send"}:
+                return True
+            if isinstance(node, (ast.Yield, ast.YieldFrom, ast.Await)):
+                return True
+    return False
 
 
 @dataclass(slots=True)
@@ -1249,6 +1291,7 @@ def plant_twins(
                 for d in original.decorator_list
             }
             or _heavy(original)
+            or _shares_state(original, module)
         ):
             continue
         for _ in range(TWINS_PER_TEST):

@@ -218,10 +218,11 @@ HANDED = ("tests/test_files.py::test_hands_the_workspace_a_relative_path",
           "tests/test_files.py::test_compares_with_a_helper_of_its_own")  # fmt: skip
 
 
-def _tree(root: Path, files: dict[str, str]) -> None:
+def _tree(root: Path, files: dict[str, str]) -> Path:
     for rel, text in files.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text, encoding="utf-8")
+    return root
 
 
 def _graded(workspace: Path, hidden: Path, start: str, isolation: str) -> Verdict:
@@ -507,3 +508,45 @@ def test_a_file_the_suites_conftest_leaves_out_is_its_data(tmp_path: Path) -> No
     assert not verdict.tampered, detail
     assert dict(verdict.outcomes) == plain, detail
     assert verdict.passed, detail
+
+
+COLLECTED = {
+    "pyproject.toml": (
+        "[tool.pytest.ini_options]\n"
+        'norecursedirs = ["tests/typing_cases", ".*"]\n'
+        'python_files = ["test_*.py", "checks.py"]\n'
+    ),
+    # Typing examples for a type checker: they fail when imported by pytest.
+    "tests/typing_cases/test_registry.py": "from calc import registry\nregistry.get('missing')\n",
+    "tests/checks.py": "from calc import double\n\n\ndef test_checks_file():\n"
+    "    assert double(4) == 8\n",
+    "tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n"
+    "    assert double(2) == 4\n",
+    "tests/check_not_a_test.py": "def test_never_collected():\n    assert False\n",
+}
+
+
+@pytest.mark.parametrize("isolation", ["inprocess", "process"])
+def test_the_suites_own_choice_of_test_files_applies(isolation: str, tmp_path: Path) -> None:
+    # marshmallow keeps tests/mypy_test_cases out with norecursedirs (its files raise on
+    # import), decorator names its test file test.py with python_files: plain pytest
+    # collects by them, so the staging plants and expects by them too.
+    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
+    _tree(workspace, {"calc.py": "registry = {}\n\n\ndef double(n):\n    return 2 * n\n"})
+    _tree(hidden, COLLECTED)
+    plain = plain_outcomes(workspace, hidden)
+    assert plain == {
+        "tests/checks.py::test_checks_file": "passed",
+        "tests/test_calc.py::test_double": "passed",
+    }
+    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    assert not verdict.inconclusive, detail
+    assert dict(verdict.outcomes) == plain, detail
+    assert verdict.passed, detail
+    lax = _tree(tmp_path / "lax", {"calc.py": "registry = {}\n\n\ndef double(n):\n    return n\n"})
+    wrong = run_hidden_tests(lax, hidden, timeout=120, isolation=isolation)
+    assert not wrong.passed, wrong.reason
+    assert not wrong.tampered, wrong.reason
+    assert wrong.outcomes["tests/checks.py::test_checks_file"] == "failed"

@@ -889,3 +889,79 @@ def test_the_graders_parses_take_turns_across_threads(tmp_path: Path) -> None:
     for module in ("staging.py", "twins.py", "judge.py"):
         text = (Path(twins.__file__).parent / module).read_text(encoding="utf-8")
         assert text.count("ast.parse(") == (1 if module == "twins.py" else 0), module
+
+
+SHARED_ITERATOR = """import itertools
+
+import pytest
+
+from calc import Field, mul
+
+checks_gen = (check for check in [lambda x: x <= 24, lambda x: x >= 18])
+checks_iter = iter([lambda x: x <= 24])
+ids = itertools.count()
+
+
+@pytest.mark.parametrize("field", [Field(), Field(validate=checks_gen)])
+def test_field(field):
+    assert field.load("20") == 20
+    with pytest.raises(ValueError):
+        field.load("25")
+
+
+@pytest.mark.parametrize("field", [Field(validate=checks_iter)])
+def test_iter_field(field):
+    assert field.load("20") == 20
+
+
+@pytest.mark.parametrize("case", [next(ids), next(ids)])
+def test_numbered(case):
+    assert mul(case, 1) == case
+
+
+def test_default(checks=list(checks_iter)):
+    assert mul(2, 3) == 6
+
+
+def test_plain():
+    assert mul(2, 3) == 6
+"""
+FIELD = """class Field:
+    def __init__(self, validate=(lambda x: x <= 24,)):
+        self.checks = list(validate)
+
+    def load(self, text):
+        value = int(text)
+        if not all(check(value) for check in self.checks):
+            raise ValueError(text)
+        return value
+
+
+def mul(a, b):
+    return a * b
+"""
+
+
+def test_decorators_that_take_from_a_module_level_iterator_get_no_twin(tmp_path: Path) -> None:
+    """marshmallow's ``fields.Integer(validate=validators_gen)``: a twin's copy of the
+    decorator, evaluated first, left the original's field without its validators."""
+    for seed in range(8):
+        suite = _stage(tmp_path, SHARED_ITERATOR, seed)
+        assert sorted({of.split("::")[-1] for of in suite.twins.values()}) == ["test_plain"]
+
+
+def test_a_suite_whose_parametrize_takes_from_a_generator_passes_for_honest_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    honest = write_tree(tmp_path / "honest", {"calc.py": FIELD})
+    lax = write_tree(tmp_path / "lax", {"calc.py": FIELD.replace("not all(", "not any(")})
+    hidden = write_tree(tmp_path / "hidden", {"test_fields.py": SHARED_ITERATOR})
+    for seed in range(6):
+        monkeypatch.setattr(pytest_ldd.sandbox.secrets, "randbits", lambda bits, s=seed: s)
+        verdict = run_hidden_tests(honest, hidden)
+        assert verdict.passed, verdict.reason
+        assert not verdict.inconclusive, verdict.reason
+    wrong = run_hidden_tests(lax, hidden)
+    assert not wrong.passed, wrong.reason
+    assert not wrong.inconclusive, wrong.reason
+    assert wrong.outcomes["test_fields.py::test_field[field1]"] == "failed"

@@ -9,7 +9,7 @@ from pathlib import Path
 import iniconfig
 import pytest
 
-from pytest_ldd._sandbox.suite_config import suite_ini, suite_settings
+from pytest_ldd._sandbox.suite_config import Collection, collection, suite_ini, suite_settings
 
 
 def _write(folder: Path, files: dict[str, str]) -> Path:
@@ -69,9 +69,10 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
             {
                 "pyproject.toml": "[tool.pytest.ini_options]\n"
                 'python_files = ["check_*.py"]\nnorecursedirs = ["data"]\n'
+                'testpaths = ["tests"]\npython_functions = ["check_"]\n'
             },
-            {},
-            id="what decides collection is never taken",
+            {"python_files": "check_*.py", "norecursedirs": "data"},
+            id="which files are tests is taken, how they are named and found is not",
         ),
         pytest.param({}, {}, id="no configuration"),
     ],
@@ -99,3 +100,38 @@ def test_a_value_never_starts_a_setting_of_its_own(tmp_path: Path) -> None:
     written.write_text(suite_ini(suite_settings(hidden)), encoding="utf-8")
     parsed = iniconfig.IniConfig(str(written))
     assert dict(parsed["pytest"].items()) == {"markers": "a\naddopts = -p evil"}
+
+
+@pytest.mark.parametrize(
+    ("settings", "path", "is_test", "entered"),
+    [
+        ({}, "/s/tests/test_a.py", True, True),
+        ({}, "/s/tests/a_test.py", True, True),
+        ({}, "/s/tests/check_a.py", False, True),
+        ({}, "/s/tests/build", False, False),
+        ({}, "/s/tests/.hidden", False, False),
+        ({"python_files": "check_*.py test.py"}, "/s/tests/check_a.py", True, True),
+        ({"python_files": "check_*.py test.py"}, "/s/tests/test.py", True, True),
+        ({"python_files": "check_*.py test.py"}, "/s/tests/test_a.py", False, True),
+        ({"norecursedirs": "tests/mypy_cases"}, "/s/tests/mypy_cases", False, False),
+        ({"norecursedirs": "tests/mypy_cases"}, "/s/other/mypy_cases", False, True),
+        ({"norecursedirs": "tests/mypy_cases"}, "/s/tests/build", False, True),
+        ({"norecursedirs": "data*"}, "/s/tests/data_v2", False, False),
+        ({"python_files": "'unbalanced"}, "/s/tests/test_a.py", True, True),
+    ],
+)
+def test_which_files_are_tests_and_which_folders_are_entered(
+    settings: dict[str, str], path: str, is_test: bool, entered: bool
+) -> None:
+    # As pytest matches: a pattern without a slash against the name, one with a slash
+    # against the path's end; a setting replaces pytest's default, never adds to it.
+    found = collection(settings)
+    assert found.is_test_file(Path(path)) is is_test
+    assert found.enters(Path(path)) is entered
+
+
+def test_a_folder_with_a_virtual_environment_is_never_entered(tmp_path: Path) -> None:
+    (tmp_path / "env").mkdir()
+    (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    assert not Collection().enters(tmp_path / "env")
+    assert Collection().enters(tmp_path)
