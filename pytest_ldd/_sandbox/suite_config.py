@@ -51,7 +51,7 @@ TAKEN_OVER: Final = (
 #: What is collected: which files are test files, and which folders are never entered.
 COLLECTION: Final = ("python_files", "norecursedirs")
 #: pytest's defaults of :data:`COLLECTION`.
-_DEFAULTS: Final = {
+_DEFAULTS: Final[dict[str, tuple[str, ...]]] = {
     "python_files": ("test_*.py", "*_test.py"),
     "norecursedirs": (
         "*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}",
@@ -92,7 +92,7 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
             continue
         found = _read(path, section)
         if found is not None:
-            keys = TAKEN_OVER + COLLECTION
+            keys: tuple[str, ...] = TAKEN_OVER + COLLECTION
             keys += _ASYNCIO if any("asyncio" in p for p in plugins) else ()
             return _taken_over(found, keys)
     return {}
