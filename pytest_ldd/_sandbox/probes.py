@@ -458,6 +458,57 @@ def type_name(cls: type) -> str:
     return f"{module}.{qualname}" if isinstance(module, str) else qualname
 
 
+class SuiteCode:
+    """The code objects compiled from the hidden test files (and their ``conftest.py``).
+
+    pytest compiles those files itself, from the bytes the integrity guard checked;
+    :meth:`guard` keeps each module's code objects, nested ones included, by identity.
+    A function is the suite's when its code is one of them and it runs in the globals
+    of the module that code was compiled for: the hidden tests' own class (typing's
+    ``NamedTuple`` with an ``__add__`` that returns 0) is honest test code.
+    """
+
+    def __init__(self, suite: str) -> None:
+        self._prefix = os.path.join(os.path.realpath(suite), "")
+        self._codes: dict[int, tuple[types.CodeType, str]] = {}  # id -> (code, file)
+
+    def guard(self, rewrite: Any) -> None:
+        """Keep the code of every suite file ``rewrite._rewrite_test`` compiles."""
+        compile_file = rewrite._rewrite_test
+
+        def _rewrite_test(fn: Any, config: Any) -> Any:
+            compiled = compile_file(fn, config)
+            path = os.path.realpath(str(fn))
+            code = compiled[-1] if isinstance(compiled, tuple) and compiled else None
+            if isinstance(code, types.CodeType) and path.startswith(self._prefix):
+                self._add(code, path)
+            return compiled
+
+        rewrite._rewrite_test = _rewrite_test
+
+    def _add(self, code: types.CodeType, path: str) -> None:
+        stack = [code]
+        while stack:
+            current = stack.pop()
+            self._codes[id(current)] = (current, path)
+            stack.extend(c for c in current.co_consts if isinstance(c, types.CodeType))
+
+    def owns(self, function: types.FunctionType) -> bool:
+        """Whether ``function`` is code of the hidden suite, run where it was written."""
+        code = function.__code__
+        known = self._codes.get(id(code))
+        if known is None or known[0] is not code:
+            return False
+        namespace = function.__globals__
+        module = sys.modules.get(namespace.get("__name__", ""))
+        if not isinstance(module, types.ModuleType):
+            return False
+        if object.__getattribute__(module, "__dict__") is not namespace:
+            return False
+        origin = namespace.get("__file__")
+        return isinstance(origin, str) and os.path.realpath(origin) == known[1]
+
+
 class WorkspaceTypes:
     """Whether a value is the workspace's: its class, or one of its MRO, came from there.
 
@@ -469,12 +520,14 @@ class WorkspaceTypes:
     trusted module's name -- is the workspace's when a function it defines was
     compiled from a file under ``roots``.  A builtin subclass that overrides a comparison in Python
     is probed whatever its origin: that its equality differs from its base value's is
-    legitimate, and a reason to look, never a verdict.  Answers are kept per class.
+    legitimate, and a reason to look, never a verdict; unless each such function is the
+    hidden suite's own code (``suite_code``).  Answers are kept per class.
     """
 
-    def __init__(self, roots: Sequence[str]) -> None:
+    def __init__(self, roots: Sequence[str], *, suite_code: SuiteCode | None = None) -> None:
         self._roots = tuple(os.path.join(os.path.realpath(root), "") for root in roots)
         self._known: dict[int, tuple[type, bool]] = {}
+        self._suite_code = suite_code
 
     def __call__(self, value: Any) -> bool:
         cls = type(value)
@@ -495,8 +548,12 @@ class WorkspaceTypes:
         if _builtin_base(cls) is None:
             return False
         return any(
-            isinstance(_lookup(cls, name), types.FunctionType) for name in _COMPARISON_SLOTS
+            isinstance(function, types.FunctionType) and not self._suites(function)
+            for function in (_lookup(cls, name) for name in _COMPARISON_SLOTS)
         )
+
+    def _suites(self, function: types.FunctionType) -> bool:
+        return self._suite_code is not None and self._suite_code.owns(function)
 
     def _in_workspace(self, path: str) -> bool:
         return os.path.realpath(path).startswith(self._roots)

@@ -428,10 +428,14 @@ def main() -> int:
     reporter = Reporter(channel, list(settings["pythonpath"]))
     roots = settings.get("workspace") or settings["pythonpath"]
     probes = load_sibling("probes")
+    suite_code = probes.SuiteCode(str(settings["suite"]))
+    suite_code.guard(rewrite)
     reporter.comparisons = probes.guard_comparisons(
         str(settings["suite"]),
         lambda detail: channel.send("liar", id=reporter.current, detail=detail),
-        workspace_like=probes.WorkspaceTypes([roots] if isinstance(roots, str) else roots),
+        workspace_like=probes.WorkspaceTypes(
+            [roots] if isinstance(roots, str) else roots, suite_code=suite_code
+        ),
         opaque=probes.opaque_probe(),
     )
     code = int(pytest.main(list(settings["args"]), plugins=[reporter]))

@@ -242,6 +242,83 @@ def test_a_builtin_subclass_with_its_own_comparison_is_probed_whatever_its_origi
     assert not mine(Quiet(1))
 
 
+class _Rewrite:
+    """Stands for ``_pytest.assertion.rewrite``: compiles a file as pytest would."""
+
+    def _rewrite_test(self, fn: Path, config: Any) -> tuple[None, types.CodeType]:
+        return None, compile(fn.read_bytes(), str(fn), "exec")
+
+
+def _suite_module(tmp_path: Path, source: str) -> tuple[probes.SuiteCode, types.ModuleType]:
+    suite = write_tree(tmp_path / "suite", {"test_own.py": source})
+    code = probes.SuiteCode(str(suite))
+    rewrite = _Rewrite()
+    code.guard(rewrite)
+    _, compiled = rewrite._rewrite_test(suite / "test_own.py", None)
+    module = types.ModuleType("ldd_suite_own")
+    module.__file__ = str(suite / "test_own.py")
+    sys.modules[module.__name__] = module
+    exec(compiled, module.__dict__)
+    return code, module
+
+
+OWN_CLASSES = """
+from typing import NamedTuple
+
+
+class XRepr(NamedTuple):
+    x: int
+    y: int = 1
+
+    def __add__(self, other):
+        return 0
+
+
+class Anything(tuple):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = tuple.__hash__
+"""
+
+
+def test_a_builtin_subclass_whose_comparisons_are_the_suites_own_code_is_not_probed(
+    tmp_path: Path,
+) -> None:
+    # typing_extensions' tests define XRepr(NamedTuple) with an __add__ that returns 0
+    # and assert XRepr(1, 2) + XRepr(3) == 0: test code, honest by definition.
+    code, module = _suite_module(tmp_path, OWN_CLASSES)
+    try:
+        mine = WorkspaceTypes(["/nowhere"], suite_code=code)
+        assert not mine(module.XRepr(1, 2))
+        assert not mine(module.Anything((1,)))
+        assert WorkspaceTypes(["/nowhere"])(module.XRepr(1, 2))  # without it: probed
+
+        class Borrowed(int):  # the suite's code, in a class of someone else's
+            __eq__ = module.Anything.__eq__
+            __hash__ = int.__hash__
+
+        class Rebound(tuple):  # the suite's code object, in other globals
+            __eq__ = types.FunctionType(module.Anything.__eq__.__code__, {"__name__": "x"})
+            __hash__ = tuple.__hash__
+
+        class Recompiled(tuple):  # the same text compiled again under the suite's name
+            __eq__ = module.Anything.__eq__
+            __hash__ = tuple.__hash__
+
+        namespace: dict[str, Any] = {"__name__": module.__name__}
+        exec(compile(OWN_CLASSES, module.__file__ or "", "exec"), namespace)
+        Recompiled.__eq__ = namespace["Anything"].__eq__  # type: ignore[method-assign]
+        # Trusted code borrowing the suite's function (a workspace class would be probed
+        # for being the workspace's); the same code in other globals, or compiled again,
+        # is not the suite's.
+        assert mine(Borrowed(1)) is False
+        assert mine(Rebound((1,)))
+        assert mine(Recompiled((1,)))
+    finally:
+        del sys.modules[module.__name__]
+
+
 # -- comparisons -----------------------------------------------------------------------------
 
 
@@ -806,6 +883,45 @@ def test_a_run_names_the_lie_and_keeps_pytests_explanation(tmp_path: Path) -> No
         "test_cmp.py::test_helper": "failed",
     }
     assert "assert 6 == 7" in verdict.output_tail  # pytest's own explanation, unchanged
+
+
+OWN_CLASSES_TESTS = (
+    OWN_CLASSES
+    + """
+from calc import first, twice
+
+
+def test_own_named_tuple_adds_to_zero():
+    assert XRepr(1, 2) + XRepr(first()) == 0
+
+
+def test_own_wildcard_tuple():
+    assert Anything(twice((1, 2))) == twice((3, 4))
+    assert twice((1, 2)) == (1, 2, 1, 2)
+"""
+)
+
+
+def test_the_suites_own_builtin_subclasses_are_honest_in_a_real_run(tmp_path: Path) -> None:
+    hidden = write_tree(tmp_path / "hidden", {"test_own.py": OWN_CLASSES_TESTS})
+    honest = write_tree(
+        tmp_path / "honest",
+        {"calc.py": "def first():\n    return 3\n\n\ndef twice(t):\n    return t + t\n"},
+    )
+    verdict = run_hidden_tests(honest, hidden, isolation="inprocess")
+    assert not verdict.tampered, verdict.reason
+    assert verdict.passed, verdict.reason
+    liar = write_tree(
+        tmp_path / "liar",
+        {
+            "calc.py": "class T(tuple):\n    def __eq__(self, o):\n        return True\n"
+            "    __hash__ = tuple.__hash__\n\n\ndef first():\n    return 3\n\n\n"
+            "def twice(t):\n    return T(t)\n"
+        },
+    )
+    lied = run_hidden_tests(liar, hidden, isolation="inprocess")
+    assert lied.tampered, lied.reason
+    assert "calc.T claims == a fresh object made for this run" in lied.reason
 
 
 class _ReferenceRewriter(ast.NodeTransformer):
