@@ -289,7 +289,7 @@ def stage_hidden(
             # Left as written, for pytest to decide, as under plain pytest: a conftest.py
             # may ignore it (syntax of a newer Python), else it is a collection error.
             continue
-        names = _collectable(tree)
+        names = _collectable(tree, collection)
         expected.extend(f"{rel}::{name}" for name in names)
         if _opts_out(tree.body):
             continue
@@ -498,12 +498,17 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     return names
 
 
-def _is_test_function(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.name.startswith("test")
-        and not _decorator_names(node) & {"fixture", "classmethod", "property"}
+def _is_test_function(node: ast.stmt, collection: Collection | None = _PYTEST_DEFAULTS) -> bool:
+    """A function pytest collects; by ``collection``'s ``python_functions``, or where it is
+    None by unittest's ``test`` prefix (a ``TestCase``'s methods)."""
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return False
+    named = (
+        node.name.startswith("test")
+        if collection is None
+        else collection.is_test_function(node.name)
     )
+    return named and not _decorator_names(node) & {"fixture", "classmethod", "property"}
 
 
 _TEST_CASES = frozenset({"TestCase", "IsolatedAsyncioTestCase"})
@@ -529,9 +534,13 @@ def _unittest_classes(tree: ast.Module) -> set[str]:
 
 
 def _class_tests(
-    node: ast.ClassDef, prefix: str, unittest: frozenset[str] = frozenset()
+    node: ast.ClassDef,
+    prefix: str,
+    collection: Collection,
+    unittest: frozenset[str] = frozenset(),
 ) -> list[str]:
-    if not (node.name.startswith("Test") or node.name in unittest) or _opts_out(node.body):
+    is_unittest = node.name in unittest
+    if not (collection.is_test_class(node.name) or is_unittest) or _opts_out(node.body):
         return []
     if any(
         isinstance(child, ast.FunctionDef) and child.name in ("__init__", "__new__")
@@ -541,15 +550,15 @@ def _class_tests(
     names = []
     here = f"{prefix}{node.name}::"
     for child in node.body:
-        if _is_test_function(child):
+        if _is_test_function(child, None if is_unittest else collection):
             assert isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef))
             names.append(here + child.name)
-        elif isinstance(child, ast.ClassDef):
-            names.extend(_class_tests(child, here))
+        elif isinstance(child, ast.ClassDef) and not is_unittest:
+            names.extend(_class_tests(child, here, collection))
     return names
 
 
-def _collectable(tree: ast.Module) -> list[str]:
+def _collectable(tree: ast.Module, collection: Collection = _PYTEST_DEFAULTS) -> list[str]:
     """The tests pytest will surely collect from a module, as ``name`` / ``Class::name``.
 
     Only definitions at the top of the module (or of a top-level test class, or of a
@@ -561,11 +570,11 @@ def _collectable(tree: ast.Module) -> list[str]:
     names: dict[str, None] = {}
     unittest = frozenset(_unittest_classes(tree))
     for node in tree.body:
-        if _is_test_function(node):
+        if _is_test_function(node, collection):
             assert isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
             names[node.name] = None
         elif isinstance(node, ast.ClassDef):
-            names.update(dict.fromkeys(_class_tests(node, "", unittest)))
+            names.update(dict.fromkeys(_class_tests(node, "", collection, unittest)))
     return list(names)
 
 

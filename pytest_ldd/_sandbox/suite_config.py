@@ -10,13 +10,17 @@ outcome is, never the ones that change what is collected or how the run goes (th
 canaries, the twins and the expected ids are planted and counted with pytest's
 defaults, and ``-x`` would end the run at the first twin).  Two settings of what is
 collected are the exception: ``python_files`` and ``norecursedirs`` name the files
-that are tests at all, and the staging plants and counts by them as pytest collects
-by them (a ``tests/mypy_test_cases`` folder the suite keeps out is its data).
+that are tests at all, ``python_classes`` and ``python_functions`` the tests in them,
+and the staging plants and counts by them as pytest collects by them (a
+``tests/mypy_test_cases`` folder the suite keeps out is its data; mako's ``*Test``
+classes are its tests).  ``python_functions`` is taken only where it still collects
+functions named ``test_*``, as the canaries and twins are named.
 
 Only the configuration file pytest itself would read for a run rooted in the hidden
-folder counts: the first of ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml`` (with
-``[tool.pytest.ini_options]``), ``tox.ini`` (with ``[pytest]``) and ``setup.cfg``
-(with ``[tool:pytest]``) at its top.
+folder counts: the first of ``pytest.toml`` and ``.pytest.toml`` (pytest 9's, with
+``[pytest]``), ``pytest.ini``, ``.pytest.ini``, ``pyproject.toml`` (with
+``[tool.pytest]`` or ``[tool.pytest.ini_options]``), ``tox.ini`` (with ``[pytest]``)
+and ``setup.cfg`` (with ``[tool:pytest]``) at its top.
 """
 
 from __future__ import annotations
@@ -49,14 +53,18 @@ TAKEN_OVER: Final = (
     "disable_test_id_escaping_and_forfeit_all_rights_to_community_support",
 )
 #: What is collected: which files are test files, and which folders are never entered.
-COLLECTION: Final = ("python_files", "norecursedirs")
+COLLECTION: Final = ("python_files", "norecursedirs", "python_classes", "python_functions")
 #: pytest's defaults of :data:`COLLECTION`.
 _DEFAULTS: Final[dict[str, tuple[str, ...]]] = {
     "python_files": ("test_*.py", "*_test.py"),
     "norecursedirs": (
         "*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}",
     ),
+    "python_classes": ("Test",),
+    "python_functions": ("test",),
 }  # fmt: skip
+#: A name the canaries and twins could be given: ``python_functions`` must collect it.
+_CANARY_NAME: Final = "test_basic_values"
 #: pytest-asyncio's, taken over where that plugin runs (an unknown key is a warning,
 #: and an error under ``filterwarnings = ["error"]``).
 _ASYNCIO: Final = ("asyncio_mode", "asyncio_default_fixture_loop_scope")
@@ -65,6 +73,8 @@ _STRICT_FLAGS: Final = frozenset({"--strict-markers", "--strict"})
 _WARNING_FLAGS: Final = ("-W", "--pythonwarnings")
 #: Where pytest looks, in its order, and the section each file's settings are in.
 _FILES: Final = (
+    ("pytest.toml", "[pytest]"),
+    (".pytest.toml", "[pytest]"),
     ("pytest.ini", "pytest"),
     (".pytest.ini", "pytest"),
     ("pyproject.toml", None),
@@ -94,7 +104,10 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
         if found is not None:
             keys: tuple[str, ...] = TAKEN_OVER + COLLECTION
             keys += _ASYNCIO if any("asyncio" in p for p in plugins) else ()
-            return _taken_over(found, keys)
+            settings = _taken_over(found, keys)
+            if not _collects_canaries(settings):
+                del settings["python_functions"]
+            return settings
     return {}
 
 
@@ -104,6 +117,8 @@ class Collection:
 
     python_files: tuple[str, ...] = _DEFAULTS["python_files"]
     norecursedirs: tuple[str, ...] = _DEFAULTS["norecursedirs"]
+    python_classes: tuple[str, ...] = _DEFAULTS["python_classes"]
+    python_functions: tuple[str, ...] = _DEFAULTS["python_functions"]
 
     def is_test_file(self, path: Path) -> bool:
         """Whether ``path`` (a file) matches ``python_files``, as pytest matches it."""
@@ -115,17 +130,53 @@ class Collection:
             return False
         return not any(_fnmatch_ex(pattern, path) for pattern in self.norecursedirs)
 
+    def is_test_class(self, name: str) -> bool:
+        """Whether pytest collects a class of this name (``python_classes``)."""
+        return _prefix_or_glob(name, self.python_classes)
+
+    def is_test_function(self, name: str) -> bool:
+        """Whether pytest collects a function of this name (``python_functions``)."""
+        return _prefix_or_glob(name, self.python_functions)
+
 
 def collection(settings: Mapping[str, str]) -> Collection:
-    """The :class:`Collection` of settings from :func:`suite_settings`."""
+    """The :class:`Collection` of settings from :func:`suite_settings`.
+
+    ``python_functions`` that would not collect ``test_*`` functions is left out: the
+    canaries and twins are so named.  :func:`suite_settings` leaves it out of the
+    sandbox's file then too.
+    """
     found = {}
     for key in COLLECTION:
-        if key in settings:
-            try:
-                found[key] = tuple(shlex.split(settings[key]))
-            except ValueError:  # unbalanced quotes: pytest could not read it either
-                continue
+        patterns = _patterns(settings, key)
+        if patterns is not None:
+            found[key] = patterns
+    if not _collects_canaries(settings):
+        del found["python_functions"]
     return Collection(**found)
+
+
+def _patterns(settings: Mapping[str, str], key: str) -> tuple[str, ...] | None:
+    """A setting's patterns, as pytest splits them; None where not set or unreadable."""
+    try:
+        return tuple(shlex.split(settings[key])) if key in settings else None
+    except ValueError:  # unbalanced quotes: pytest could not read it either
+        return None
+
+
+def _collects_canaries(settings: Mapping[str, str]) -> bool:
+    """Whether ``python_functions``, where set, collects functions named ``test_*``."""
+    functions = _patterns(settings, "python_functions")
+    return functions is None or _prefix_or_glob(_CANARY_NAME, functions)
+
+
+def _prefix_or_glob(name: str, patterns: Sequence[str]) -> bool:
+    """pytest's match of a class or function name: a prefix, or a glob if it has one."""
+    return any(
+        name.startswith(pattern)
+        or (any(c in pattern for c in "*?[") and fnmatch.fnmatch(name, pattern))
+        for pattern in patterns
+    )
 
 
 def _fnmatch_ex(pattern: str, path: Path) -> bool:
@@ -151,10 +202,18 @@ def suite_ini(settings: Mapping[str, str]) -> str:
 def _read(path: Path, section: str | None) -> dict[str, Any] | None:
     """The file's pytest settings, or None where it holds none (pytest reads on)."""
     try:
+        if section == "[pytest]":  # pytest 9's own TOML file: its settings, even if none
+            with path.open("rb") as handle:
+                table = tomllib.load(handle).get("pytest")
+            return dict(table) if isinstance(table, dict) else {}
         if section is None:
             with path.open("rb") as handle:
                 options = tomllib.load(handle).get("tool", {}).get("pytest", {})
-            table = options.get("ini_options") if isinstance(options, dict) else None
+            if not isinstance(options, dict):
+                return None
+            # pytest 9's [tool.pytest] with native TOML values, else [tool.pytest.ini_options]
+            native = {key: value for key, value in options.items() if key != "ini_options"}
+            table = native or options.get("ini_options")
             return dict(table) if isinstance(table, dict) else None
         parsed = iniconfig.IniConfig(str(path))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, iniconfig.ParseError):

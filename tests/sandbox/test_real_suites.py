@@ -515,13 +515,16 @@ COLLECTED = {
         "[tool.pytest.ini_options]\n"
         'norecursedirs = ["tests/typing_cases", ".*"]\n'
         'python_files = ["test_*.py", "checks.py"]\n'
+        'python_classes = ["*Checks", "Test*"]\n'
     ),
     # Typing examples for a type checker: they fail when imported by pytest.
     "tests/typing_cases/test_registry.py": "from calc import registry\nregistry.get('missing')\n",
     "tests/checks.py": "from calc import double\n\n\ndef test_checks_file():\n"
     "    assert double(4) == 8\n",
     "tests/test_calc.py": "from calc import double\n\n\ndef test_double():\n"
-    "    assert double(2) == 4\n",
+    "    assert double(2) == 4\n\n\nclass DoubleChecks:\n    def test_twice(self):\n"
+    "        assert double(double(1)) == 4\n\n\nclass Helpers:\n"
+    "    def test_never_collected(self):\n        assert False\n",
     "tests/check_not_a_test.py": "def test_never_collected():\n    assert False\n",
 }
 
@@ -529,8 +532,9 @@ COLLECTED = {
 @pytest.mark.parametrize("isolation", ["inprocess", "process"])
 def test_the_suites_own_choice_of_test_files_applies(isolation: str, tmp_path: Path) -> None:
     # marshmallow keeps tests/mypy_test_cases out with norecursedirs (its files raise on
-    # import), decorator names its test file test.py with python_files: plain pytest
-    # collects by them, so the staging plants and expects by them too.
+    # import), decorator names its test file test.py with python_files, mako its test
+    # classes *Test with python_classes: plain pytest collects by them, so the staging
+    # plants and expects by them too.
     workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
     _tree(workspace, {"calc.py": "registry = {}\n\n\ndef double(n):\n    return 2 * n\n"})
     _tree(hidden, COLLECTED)
@@ -538,6 +542,7 @@ def test_the_suites_own_choice_of_test_files_applies(isolation: str, tmp_path: P
     assert plain == {
         "tests/checks.py::test_checks_file": "passed",
         "tests/test_calc.py::test_double": "passed",
+        "tests/test_calc.py::DoubleChecks::test_twice": "passed",
     }
     verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
     detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"

@@ -72,7 +72,40 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
                 'testpaths = ["tests"]\npython_functions = ["check_"]\n'
             },
             {"python_files": "check_*.py", "norecursedirs": "data"},
-            id="which files are tests is taken, how they are named and found is not",
+            id="python_functions that would not collect test_* names is not taken",
+        ),
+        pytest.param(
+            {
+                "setup.cfg": "[tool:pytest]\npython_classes = *Test Test*\n"
+                "python_functions = test_ check_*\n"
+            },
+            {"python_classes": "*Test Test*", "python_functions": "test_ check_*"},
+            id="how tests are named is taken where it collects test_* functions",
+        ),
+        pytest.param(
+            {
+                "pyproject.toml": "[tool.pytest]\nminversion = '9.0'\nxfail_strict = true\n"
+                'filterwarnings = ["error"]\npython_files = ["tests.py", "test_*.py"]\n'
+            },
+            {
+                "xfail_strict": "true",
+                "filterwarnings": "error",
+                "python_files": "tests.py\ntest_*.py",
+            },
+            id="pytest 9's [tool.pytest] with native values",
+        ),
+        pytest.param(
+            {
+                "pytest.toml": "[pytest]\nxfail_strict = true\n",
+                "pytest.ini": "[pytest]\nusefixtures = clean\n",
+            },
+            {"xfail_strict": "true"},
+            id="pytest.toml before pytest.ini",
+        ),
+        pytest.param(
+            {".pytest.toml": "[tool.other]\nx = 1\n", "tox.ini": "[pytest]\nxfail_strict = 1\n"},
+            {},
+            id="a pytest.toml is the configuration even without a [pytest] table",
         ),
         pytest.param({}, {}, id="no configuration"),
     ],
@@ -135,3 +168,29 @@ def test_a_folder_with_a_virtual_environment_is_never_entered(tmp_path: Path) ->
     (tmp_path / "env" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
     assert not Collection().enters(tmp_path / "env")
     assert Collection().enters(tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("settings", "name", "is_class", "is_function"),
+    [
+        ({}, "TestParse", True, False),
+        ({}, "ParseTest", False, False),
+        ({}, "test_parse", False, True),
+        ({}, "testparse", False, True),
+        ({"python_classes": "*Test Test*"}, "ParseTest", True, False),
+        ({"python_classes": "*Test Test*"}, "TestParse", True, False),
+        ({"python_classes": "Check"}, "TestParse", False, False),
+        ({"python_functions": "test_ check_*"}, "check_parse", False, True),
+        ({"python_functions": "test_ check_*"}, "testparse", False, False),
+        ({"python_functions": "check_"}, "test_parse", False, True),
+        ({"python_functions": "check_"}, "check_parse", False, False),
+    ],
+)
+def test_which_classes_and_functions_are_tests(
+    settings: dict[str, str], name: str, is_class: bool, is_function: bool
+) -> None:
+    # A prefix, or a glob where the pattern has one, as pytest matches; a
+    # python_functions that leaves test_* functions out keeps pytest's default.
+    found = collection(settings)
+    assert found.is_test_class(name) is is_class
+    assert found.is_test_function(name) is is_function
