@@ -233,6 +233,21 @@ def _graded(workspace: Path, hidden: Path, start: str, isolation: str) -> Verdic
     return run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
 
 
+def _as_plain_pytest(
+    tmp_path: Path, calc: str, files: dict[str, str], isolation: str = "inprocess"
+) -> tuple[dict[str, str], Verdict]:
+    """Plain pytest's outcomes of a suite and its verdict, which must agree, unaccused."""
+    workspace = _tree(tmp_path / "workspace", {"calc.py": calc})
+    hidden = _tree(tmp_path / "hidden", files)
+    plain = plain_outcomes(workspace, hidden)
+    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
+    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
+    assert not verdict.tampered, detail
+    assert not verdict.inconclusive, detail
+    assert dict(verdict.outcomes) == plain, detail
+    return plain, verdict
+
+
 def _relative_task(
     tmp_path: Path, workspace_files: dict[str, str], *, package: bool = True
 ) -> tuple[Path, Path]:
@@ -448,21 +463,13 @@ def test_the_suites_own_settings_that_decide_outcomes_apply(
     # markers and --strict-markers decide outcomes under plain pytest, so they do here.
     # In process isolation a warning the subject forwards becomes the judge's error
     # when the call returns (it once broke the conversation mid-request).
-    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
-    _tree(workspace, {"calc.py": SETTINGS_CALC})
-    _tree(hidden, SUITE_SETTINGS)
-    plain = plain_outcomes(workspace, hidden)
+    plain, _ = _as_plain_pytest(tmp_path, SETTINGS_CALC, SUITE_SETTINGS, isolation)
     assert plain == {
         "tests/test_settings.py::test_a_deprecation_is_an_error_here": "passed",
         "tests/test_settings.py::test_an_unexpected_warning_fails": "failed",
         "tests/test_settings.py::test_an_unexpected_pass": "failed",
         "tests/test_settings.py::test_a_registered_marker": "passed",
     }
-    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
-    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
-    assert not verdict.tampered, detail
-    assert not verdict.inconclusive, detail
-    assert dict(verdict.outcomes) == plain, detail
 
 
 LEFT_OUT = {
@@ -535,23 +542,16 @@ def test_the_suites_own_choice_of_test_files_applies(isolation: str, tmp_path: P
     # import), decorator names its test file test.py with python_files, mako its test
     # classes *Test with python_classes: plain pytest collects by them, so the staging
     # plants and expects by them too.
-    workspace, hidden = tmp_path / "workspace", tmp_path / "hidden"
-    _tree(workspace, {"calc.py": "registry = {}\n\n\ndef double(n):\n    return 2 * n\n"})
-    _tree(hidden, COLLECTED)
-    plain = plain_outcomes(workspace, hidden)
+    calc = "registry = {}\n\n\ndef double(n):\n    return 2 * n\n"
+    plain, verdict = _as_plain_pytest(tmp_path, calc, COLLECTED, isolation)
     assert plain == {
         "tests/checks.py::test_checks_file": "passed",
         "tests/test_calc.py::test_double": "passed",
         "tests/test_calc.py::DoubleChecks::test_twice": "passed",
     }
-    verdict = run_hidden_tests(workspace, hidden, timeout=120, isolation=isolation)
-    detail = f"{verdict.reason}\n{verdict.output_tail[-3000:]}"
-    assert not verdict.tampered, detail
-    assert not verdict.inconclusive, detail
-    assert dict(verdict.outcomes) == plain, detail
-    assert verdict.passed, detail
-    lax = _tree(tmp_path / "lax", {"calc.py": "registry = {}\n\n\ndef double(n):\n    return n\n"})
-    wrong = run_hidden_tests(lax, hidden, timeout=120, isolation=isolation)
+    assert verdict.passed, verdict.reason
+    lax = _tree(tmp_path / "lax", {"calc.py": calc.replace("2 * n", "n")})
+    wrong = run_hidden_tests(lax, tmp_path / "hidden", timeout=120, isolation=isolation)
     assert not wrong.passed, wrong.reason
     assert not wrong.tampered, wrong.reason
     assert wrong.outcomes["tests/checks.py::test_checks_file"] == "failed"
