@@ -925,8 +925,11 @@ class _Rewriter:
     """``a op b`` -> ``@ldd_compare.compare("op", a, b)``; ``a + b`` -> ``...arith("+", a, b)``.
 
     Single comparisons only (a chain, ``is`` and ``is not`` are left alone); the
-    literals met on the way join the look-alike pool.  A walk of its own rather than an
-    ``ast.NodeTransformer``: it runs on every hidden test file at each verdict, and
+    literals met on the way join the look-alike pool.  An operation whose value is
+    thrown away or called (``(tester + tester)(2)``) is left as written: its answer
+    is no claim, and the object may look at the frame that runs it (executing's tests
+    find the calling node from the test's own frame).  A walk of its own rather than
+    an ``ast.NodeTransformer``: it runs on every hidden test file at each verdict, and
     dispatching every node by name costs three times as much.
     """
 
@@ -936,8 +939,9 @@ class _Rewriter:
         # ``a is b`` -> ``@ldd_compare.identical(a, b)`` too (process isolation's watch).
         self.identity = identity
 
-    def visit(self, node: ast.AST) -> ast.AST:
-        """Rewrite below ``node``, children first; return what replaces ``node``."""
+    def visit(self, node: ast.AST, *, keep: bool = False) -> ast.AST:
+        """Rewrite below ``node``, children first; return what replaces ``node``
+        (``keep``: ``node`` itself stays, whatever it is)."""
         for name in node._fields:
             value = getattr(node, name, None)
             if type(value) is list:
@@ -947,10 +951,15 @@ class _Rewriter:
                         if new is not item:
                             value[index] = new
             elif isinstance(value, ast.AST):
-                new = self.visit(value)
+                unused = (type(node) is ast.Expr and name == "value") or (
+                    type(node) is ast.Call and name == "func"
+                )
+                new = self.visit(value, keep=unused)
                 if new is not value:
                     setattr(node, name, new)
         kind = type(node)
+        if keep and kind in (ast.Compare, ast.BinOp):
+            return node
         if kind is ast.Compare:
             return self._compare(node)  # type: ignore[arg-type]
         if kind is ast.BinOp:

@@ -942,6 +942,28 @@ class _ReferenceRewriter(ast.NodeTransformer):
         self.generic_visit(node)
         return self.fast._arith(node)  # type: ignore[no-any-return]
 
+    def visit_Expr(self, node: ast.Expr) -> ast.AST:
+        return self._kept(node, "value")
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        return self._kept(node, "func")
+
+    def _kept(self, node: ast.AST, field: str) -> ast.AST:
+        # A thrown-away or called operation keeps itself; what is below it is rewritten.
+        child = getattr(node, field)
+        if isinstance(child, (ast.Compare, ast.BinOp)):
+            setattr(node, field, self.generic_visit(child))
+            for name, value in ast.iter_fields(node):
+                if name != field:
+                    setattr(node, name, self._visited(value))
+            return node
+        return self.generic_visit(node)
+
+    def _visited(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.visit(v) if isinstance(v, ast.AST) else v for v in value]
+        return self.visit(value) if isinstance(value, ast.AST) else value
+
 
 _SHIPPED = sorted((Path(__file__).parents[1] / "data" / "suites").glob("*/hidden/**/test_*.py"))
 
@@ -963,6 +985,59 @@ def test_the_rewrite_walk_gives_what_a_node_transformer_gives(path: Path) -> Non
     if any(isinstance(node, ast.Compare) for node in ast.walk(ast.parse(source))):
         assert "@ldd_compare" in trees[0][0]
     assert trees[0] == trees[1]
+
+
+FRAME_READER = """import sys
+
+
+class Tracer:
+    def __init__(self):
+        self.seen = []
+
+    def _saw(self):
+        self.seen.append(sys._getframe(2).f_code.co_name)
+        return self
+
+    def __add__(self, other):
+        return self._saw()
+
+    def __sub__(self, other):
+        return self._saw()
+
+    def __eq__(self, other):
+        self._saw()
+        return other is self
+
+    __hash__ = object.__hash__
+
+    def __call__(self, *args):
+        return self
+"""
+FRAME_TESTS = """from calc import Tracer
+
+
+def test_operators_run_in_the_tests_frame():
+    t = Tracer()
+    (t + t)(2)
+    t - t
+    t == t
+    assert t.seen == ["test_operators_run_in_the_tests_frame"] * 3
+"""
+
+
+def test_an_operation_thrown_away_or_called_runs_in_the_tests_own_frame(tmp_path: Path) -> None:
+    # executing's tests call (tester + tester)(2), and tester finds the calling node
+    # from the frame that runs its __add__: rewritten, that frame was the probes'.
+    tree = ast.parse(FRAME_TESTS + "\nvalue = (t := Tracer()) + t\n")
+    probes._Rewriter({}).visit(tree)
+    dumped = ast.dump(tree)
+    assert dumped.count("attr='arith'") == 1  # the assignment's; not the three above
+    assert dumped.count("attr='compare'") == 1  # the assert's; not the bare t == t
+    workspace = write_tree(tmp_path / "ws", {"calc.py": FRAME_READER})
+    hidden = write_tree(tmp_path / "hidden", {"test_frames.py": FRAME_TESTS})
+    verdict = run_hidden_tests(workspace, hidden, isolation="inprocess")
+    assert verdict.passed, verdict.reason
+    assert not verdict.tampered, verdict.reason
 
 
 @pytest.mark.parametrize("identity", [True, False], ids=["process", "inprocess"])
