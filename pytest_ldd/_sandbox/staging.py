@@ -290,6 +290,11 @@ def stage_hidden(
             # may ignore it (syntax of a newer Python), else it is a collection error.
             continue
         names = _collectable(tree, collection)
+        if collection.markexpr is not None:
+            # What the suite's own -m leaves out, as its marks are written: never run,
+            # never expected, never twinned.
+            marks = _static_marks(tree)
+            names = [n for n in names if collection.selects(marks.get(n, frozenset()))]
         expected.extend(f"{rel}::{name}" for name in names)
         if _opts_out(tree.body):
             continue
@@ -576,6 +581,53 @@ def _collectable(tree: ast.Module, collection: Collection = _PYTEST_DEFAULTS) ->
         elif isinstance(node, ast.ClassDef):
             names.update(dict.fromkeys(_class_tests(node, "", collection, unittest)))
     return list(names)
+
+
+def _mark_names(expr: ast.expr | None) -> frozenset[str]:
+    """The names of ``pytest.mark.NAME`` (or ``mark.NAME``, called or not) in ``expr``, a
+    decorator or a ``pytestmark`` value (one mark, or a list or tuple of them)."""
+    if expr is None:
+        return frozenset()
+    items = expr.elts if isinstance(expr, (ast.List, ast.Tuple)) else [expr]
+    found = set()
+    for item in items:
+        target = item.func if isinstance(item, ast.Call) else item
+        if isinstance(target, ast.Attribute) and (
+            (isinstance(target.value, ast.Attribute) and target.value.attr == "mark")
+            or (isinstance(target.value, ast.Name) and target.value.id == "mark")
+        ):
+            found.add(target.attr)
+    return frozenset(found)
+
+
+def _pytestmark(body: Sequence[ast.stmt]) -> frozenset[str]:
+    marks: frozenset[str] = frozenset()
+    for node in body:
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets
+        ):
+            marks |= _mark_names(node.value)
+    return marks
+
+
+def _static_marks(tree: ast.Module) -> dict[str, frozenset[str]]:
+    """Each test's mark names as its file writes them: its decorators, its class's (and
+    that class's ``pytestmark``), and the module's ``pytestmark``; ``name`` or
+    ``Class::name`` as :func:`_collectable` names tests."""
+    module = _pytestmark(tree.body)
+    found: dict[str, frozenset[str]] = {}
+
+    def walk(body: Sequence[ast.stmt], prefix: str, inherited: frozenset[str]) -> None:
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                own = frozenset().union(*(_mark_names(d) for d in node.decorator_list))
+                found[prefix + node.name] = inherited | own
+            elif isinstance(node, ast.ClassDef):
+                own = frozenset().union(*(_mark_names(d) for d in node.decorator_list))
+                walk(node.body, f"{prefix}{node.name}::", inherited | own | _pytestmark(node.body))
+
+    walk(tree.body, "", module)
+    return found
 
 
 def _canary_body(rng: random.Random, *, passes: bool) -> str:

@@ -68,7 +68,8 @@ _CANARY_NAME: Final = "test_basic_values"
 #: pytest-asyncio's, taken over where that plugin runs (an unknown key is a warning,
 #: and an error under ``filterwarnings = ["error"]``).
 _ASYNCIO: Final = ("asyncio_mode", "asyncio_default_fixture_loop_scope")
-#: What ``addopts`` may carry over: strictness about markers, and warning filters.
+#: What ``addopts`` may carry over: strictness about markers, warning filters, and a
+#: marker expression that keeps unmarked tests (click's ``-m 'not stress'``).
 _STRICT_FLAGS: Final = frozenset({"--strict-markers", "--strict"})
 _WARNING_FLAGS: Final = ("-W", "--pythonwarnings")
 #: Where pytest looks, in its order, and the section each file's settings are in.
@@ -88,8 +89,9 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
     configuration file sets.
 
     Values as an ini file holds them (lines of a list joined by newlines).  Its
-    ``addopts`` contributes ``--strict-markers`` (``--strict`` too, its older name) to
-    the sandbox's ``addopts``, and its ``-W`` filters to ``filterwarnings``, after the
+    ``addopts`` contributes ``--strict-markers`` (``--strict`` too, its older name) and a
+    ``-m`` expression that keeps unmarked tests to the sandbox's ``addopts``, and its
+    ``-W`` filters to ``filterwarnings``, after the
     file's own, as pytest orders them.  pytest-asyncio's settings count where one of
     ``plugins`` is it.  A file that cannot be read or parsed gives nothing (the
     defaults apply), as does a folder without one.
@@ -119,6 +121,12 @@ class Collection:
     norecursedirs: tuple[str, ...] = _DEFAULTS["norecursedirs"]
     python_classes: tuple[str, ...] = _DEFAULTS["python_classes"]
     python_functions: tuple[str, ...] = _DEFAULTS["python_functions"]
+    #: ``-m`` of the suite's ``addopts``: a test whose marks it rejects is deselected.
+    markexpr: str | None = None
+
+    def selects(self, marks: frozenset[str]) -> bool:
+        """Whether a test with these marks is selected by :attr:`markexpr`."""
+        return self.markexpr is None or _matches(self.markexpr, marks)
 
     def is_test_file(self, path: Path) -> bool:
         """Whether ``path`` (a file) matches ``python_files``, as pytest matches it."""
@@ -146,13 +154,16 @@ def collection(settings: Mapping[str, str]) -> Collection:
     canaries and twins are so named.  :func:`suite_settings` leaves it out of the
     sandbox's file then too.
     """
-    found = {}
+    found: dict[str, Any] = {}
     for key in COLLECTION:
         patterns = _patterns(settings, key)
         if patterns is not None:
             found[key] = patterns
     if not _collects_canaries(settings):
         del found["python_functions"]
+    options = _options(settings.get("addopts", ""))
+    if options is not None and options[2] is not None:
+        found["markexpr"] = options[2]
     return Collection(**found)
 
 
@@ -228,31 +239,63 @@ def _taken_over(found: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]
     options = _options(found.get("addopts", ""))
     if options is None:
         return settings
-    flags, filters = options
-    if flags:
-        settings["addopts"] = "--strict-markers"
+    flags, filters, markexpr = options
+    addopts = ["--strict-markers"] if flags else []
+    if markexpr is not None and _selects_unmarked(markexpr):
+        addopts += ["-m", markexpr]
+    if addopts:
+        settings["addopts"] = shlex.join(addopts)
     if filters:
         own = settings.get("filterwarnings", "")
         settings["filterwarnings"] = "\n".join(part for part in (own, *filters) if part)
     return settings
 
 
-def _options(addopts: Any) -> tuple[bool, list[str]] | None:
-    """Whether ``addopts`` asks for strict markers, and its warning filters."""
+def _options(addopts: Any) -> tuple[bool, list[str], str | None] | None:
+    """Whether ``addopts`` asks for strict markers, its warning filters, and its marker
+    expression (``-m``, the last one given, as pytest takes it)."""
     try:
         words = shlex.split(addopts) if isinstance(addopts, str) else [str(w) for w in addopts]
     except ValueError:
         return None
     strict = any(word in _STRICT_FLAGS for word in words)
     filters: list[str] = []
+    markexpr = None
     for index, word in enumerate(words):
-        if word in _WARNING_FLAGS and index + 1 < len(words):
-            filters.append(words[index + 1])
+        following = words[index + 1] if index + 1 < len(words) else None
+        if word in _WARNING_FLAGS and following is not None:
+            filters.append(following)
         elif word.startswith("-W") and len(word) > 2:
             filters.append(word[2:])
         elif word.startswith("--pythonwarnings="):
             filters.append(word.partition("=")[2])
-    return strict, filters
+        elif word == "-m" and following is not None:
+            markexpr = following
+        elif word.startswith("-m") and len(word) > 2:
+            markexpr = word[2:]
+    return strict, filters, markexpr
+
+
+def _selects_unmarked(markexpr: str) -> bool:
+    """Whether ``-m markexpr`` keeps a test without marks (``not slow``, never ``smoke``).
+
+    The canaries carry no marks: an expression that would deselect them is not taken,
+    nor one pytest cannot read (it would end the run).
+    """
+    return _matches(markexpr, frozenset(), unreadable=False)
+
+
+def _matches(markexpr: str, marks: frozenset[str], *, unreadable: bool = True) -> bool:
+    """pytest's own reading of a marker expression against a test's mark names."""
+    try:
+        from _pytest.mark.expression import Expression
+
+        def matcher(name: str, /, **kwargs: Any) -> bool:
+            return name in marks
+
+        return bool(Expression.compile(markexpr).evaluate(matcher))  # type: ignore[arg-type,unused-ignore]
+    except Exception:  # a malformed expression, or a pytest that reads them otherwise
+        return unreadable
 
 
 def _text(value: Any) -> str:

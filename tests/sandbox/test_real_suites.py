@@ -555,3 +555,49 @@ def test_the_suites_own_choice_of_test_files_applies(isolation: str, tmp_path: P
     assert not wrong.passed, wrong.reason
     assert not wrong.tampered, wrong.reason
     assert wrong.outcomes["tests/checks.py::test_checks_file"] == "failed"
+
+
+STRESS = {
+    "pyproject.toml": (
+        "[tool.pytest.ini_options]\n"
+        'markers = ["stress: many iterations"]\n'
+        "addopts = \"--strict-markers -m 'not stress'\"\n"
+    ),
+    "tests/test_cli.py": """import pytest
+
+from calc import double
+
+
+def test_double():
+    assert double(2) == 4
+
+
+@pytest.mark.stress
+@pytest.mark.parametrize("n", range(3))
+def test_stress(n):
+    raise AssertionError("never run: its authors deselect it")
+
+
+@pytest.mark.stress
+class TestStress:
+    def test_in_a_class(self):
+        raise AssertionError("never run either")
+""",
+    "tests/test_races.py": """import pytest
+
+pytestmark = [pytest.mark.stress]
+
+
+def test_race():
+    raise AssertionError("a whole file left out")
+""",
+}
+
+
+def test_the_suites_marker_expression_deselects_as_under_plain_pytest(tmp_path: Path) -> None:
+    # click's addopts = "-m 'not stress'" leaves out 10,000 stress tests; run, they
+    # took the verdict past its timeout.
+    calc = "def double(n):\n    return 2 * n\n"
+    plain, verdict = _as_plain_pytest(tmp_path, calc, STRESS)
+    assert plain == {"tests/test_cli.py::test_double": "passed"}
+    assert verdict.passed, verdict.reason

@@ -107,6 +107,26 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
             {},
             id="a pytest.toml is the configuration even without a [pytest] table",
         ),
+        pytest.param(
+            {"pyproject.toml": "[tool.pytest.ini_options]\naddopts = \"-ra -m 'not stress'\"\n"},
+            {"addopts": "-m 'not stress'"},
+            id="a marker expression that keeps unmarked tests",
+        ),
+        pytest.param(
+            {"pytest.ini": "[pytest]\naddopts = --strict -m slow -mnot\\ slow\n"},
+            {"addopts": "--strict-markers -m 'not slow'"},
+            id="the last marker expression, as pytest takes it",
+        ),
+        pytest.param(
+            {"pytest.ini": "[pytest]\naddopts = -m smoke\n"},
+            {},
+            id="one that would deselect the canaries is not taken",
+        ),
+        pytest.param(
+            {"pytest.ini": "[pytest]\naddopts = -m 'not (slow'\n"},
+            {},
+            id="one pytest cannot read is not taken",
+        ),
         pytest.param({}, {}, id="no configuration"),
     ],
 )
@@ -194,3 +214,19 @@ def test_which_classes_and_functions_are_tests(
     found = collection(settings)
     assert found.is_test_class(name) is is_class
     assert found.is_test_function(name) is is_function
+
+
+@pytest.mark.parametrize(
+    ("addopts", "marks", "selected"),
+    [
+        ("-m 'not stress'", {"stress"}, False),
+        ("-m 'not stress'", {"slow"}, True),
+        ("-m 'not stress'", set(), True),
+        ("--strict-markers -m 'not (slow or stress)'", {"slow", "parametrize"}, False),
+        ("-ra", {"stress"}, True),
+    ],
+)
+def test_a_marker_expression_selects_as_pytest_reads_it(
+    addopts: str, marks: set[str], selected: bool
+) -> None:
+    assert collection({"addopts": addopts}).selects(frozenset(marks)) is selected
