@@ -59,7 +59,13 @@ from pytest_ldd._sandbox.staging import (
     stage_hidden,
     workspace_modules,
 )
-from pytest_ldd._sandbox.suite_config import Collection, collection, suite_ini, suite_settings
+from pytest_ldd._sandbox.suite_config import (
+    Collection,
+    collection,
+    suite_ini,
+    suite_plugins,
+    suite_settings,
+)
 from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = [
@@ -508,7 +514,9 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
     # included.  The hidden suite's own settings that decide outcomes (filterwarnings,
     # xfail_strict, markers) and which files are tests (python_files, norecursedirs)
     # join it; the staging plants and counts by the latter too.
-    taken_over = suite_settings(hidden, options.plugins)
+    # The plugins the caller names, and those the suite's own configuration names.
+    plugins = (*options.plugins, *(p for p in suite_plugins(hidden) if p not in options.plugins))
+    taken_over = suite_settings(hidden, plugins)
     ini = suite_ini(taken_over)
     (runner_dir / "pytest.ini").write_text(ini, encoding="utf-8")
     for name in ("home", "tmp"):
@@ -525,7 +533,7 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
         # failures out of the output's tail.
         "-q", "--tb=line", "-rfE", "--color=no",
     ]  # fmt: skip
-    for plugin in options.plugins:
+    for plugin in plugins:
         args += ["-p", plugin]
     # The folder, not its files: the hidden suite's own collect_ignore and
     # pytest_ignore_collect then apply, as under plain pytest.

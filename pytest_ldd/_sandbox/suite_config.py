@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
@@ -41,7 +42,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[import-not-found,unused-ignore]
 
-__all__ = ["COLLECTION", "TAKEN_OVER", "Collection", "collection", "suite_ini", "suite_settings"]
+__all__ = [
+    "COLLECTION",
+    "TAKEN_OVER",
+    "Collection",
+    "collection",
+    "suite_ini",
+    "suite_plugins",
+    "suite_settings",
+]
 
 #: The settings taken over: each changes an outcome, none what is collected.
 TAKEN_OVER: Final = (
@@ -96,21 +105,81 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
     ``plugins`` is it.  A file that cannot be read or parsed gives nothing (the
     defaults apply), as does a folder without one.
     """
-    if not hidden.is_dir():
+    found = _configuration(hidden)
+    if found is None:
         return {}
+    keys: tuple[str, ...] = TAKEN_OVER + COLLECTION
+    keys += _ASYNCIO if any("asyncio" in p for p in plugins) else ()
+    settings = _taken_over(found, keys)
+    if not _collects_canaries(settings):
+        del settings["python_functions"]
+    return settings
+
+
+def suite_plugins(hidden: Path) -> tuple[str, ...]:
+    """The plugins the hidden suite's configuration file says its tests need.
+
+    ``-p NAME`` of its ``addopts`` (not ``-p no:...``), the ``pytest11`` entry points of
+    the distributions its ``required_plugins`` names, and pytest-asyncio's where it sets
+    ``asyncio_mode`` -- each as pytest would load it, and a distribution only where it
+    is installed beside this one (its entry points are read here, where no folder of
+    the workspace is on the path).  Plugin autoload stays off: these are named.
+    """
+    found = _configuration(hidden)
+    if found is None:
+        return ()
+    named: dict[str, None] = {}
+    try:
+        addopts = found.get("addopts", "")
+        words = shlex.split(addopts) if isinstance(addopts, str) else [str(w) for w in addopts]
+    except ValueError:
+        words = []
+    for index, word in enumerate(words):
+        name = words[index + 1] if word == "-p" and index + 1 < len(words) else None
+        if word.startswith("-p") and len(word) > 2:
+            name = word[2:]
+        if name is not None and not name.startswith("no:") and _importable(name):
+            named[name] = None
+    required = found.get("required_plugins", "")
+    wanted = required.split() if isinstance(required, str) else [str(r) for r in required]
+    if any(key in found for key in _ASYNCIO):
+        wanted.append("pytest-asyncio")
+    for requirement in wanted:
+        named.update(dict.fromkeys(_entry_points(requirement)))
+    return tuple(named)
+
+
+def _importable(name: str) -> bool:
+    return all(part.isidentifier() for part in name.split("."))
+
+
+def _entry_points(requirement: str) -> list[str]:
+    """The modules of the ``pytest11`` entry points of an installed distribution."""
+    from importlib import metadata
+
+    match = re.match(r"[A-Za-z0-9][A-Za-z0-9._-]*", requirement.strip())
+    if match is None:
+        return []
+    try:
+        entries = metadata.distribution(match.group()).entry_points
+    except (metadata.PackageNotFoundError, ValueError):
+        return []
+    return [
+        entry.value for entry in entries if entry.group == "pytest11" and _importable(entry.value)
+    ]
+
+
+def _configuration(hidden: Path) -> dict[str, Any] | None:
+    """The settings of the configuration file pytest would read for the hidden folder."""
+    if not hidden.is_dir():
+        return None
     for name, section in _FILES:
         path = hidden / name
-        if not path.is_file():
-            continue
-        found = _read(path, section)
-        if found is not None:
-            keys: tuple[str, ...] = TAKEN_OVER + COLLECTION
-            keys += _ASYNCIO if any("asyncio" in p for p in plugins) else ()
-            settings = _taken_over(found, keys)
-            if not _collects_canaries(settings):
-                del settings["python_functions"]
-            return settings
-    return {}
+        if path.is_file():
+            found = _read(path, section)
+            if found is not None:
+                return found
+    return None
 
 
 @dataclass(frozen=True, slots=True)

@@ -73,6 +73,7 @@ def parse(source: str | bytes, filename: str = "<unknown>") -> ast.Module:
     with _PARSING:
         return ast.parse(source, filename=filename)
 
+
 # Parameter sets a twin of a parametrized test keeps (their product, over its decorators).
 TWIN_ROWS = 3
 # Twins planted per test: each runs the whole test once more, and fails.
@@ -454,6 +455,18 @@ class _Function:
                     count += isinstance(child.ctx, ast.Load)
         return count
 
+    def rebinds(self, name: str) -> bool:
+        """Whether the body binds ``name`` again (``expected = expected_override``), so
+        that what a parameter holds at an assertion may no longer be its row's value."""
+        for statement in self.node.body:
+            for child in ast.walk(statement):
+                if isinstance(child, ast.Name) and child.id == name:
+                    if isinstance(child.ctx, (ast.Store, ast.Del)):
+                        return True
+                elif isinstance(child, (ast.Global, ast.Nonlocal)) and name in child.names:
+                    return True
+        return False
+
     def number(self, node: ast.expr) -> float | None:
         """A tolerance or bound written as a literal (or a module constant), else None."""
         value = _literal_value(node)
@@ -699,8 +712,10 @@ class _Perturber:
         if not isinstance(side, ast.Name) or side.id not in self.fn.columns:
             return []
         inside = sum(1 for n in _names(compare) if n == side.id)
-        if self.fn.loads(side.id) != inside or inside != 1:
-            return []  # also an input of the call, or used elsewhere: never perturbed
+        if self.fn.loads(side.id) != inside or inside != 1 or self.fn.rebinds(side.id):
+            # Also an input of the call, used elsewhere, or bound again before the
+            # assertion (click's ``expected = expected_override``): never perturbed.
+            return []
         column = self.fn.columns[side.id]
         return [_Option(_VALUE, lambda rng: self._perturb_column(column, side.id, rng))]
 

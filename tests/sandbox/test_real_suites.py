@@ -601,3 +601,41 @@ def test_the_suites_marker_expression_deselects_as_under_plain_pytest(tmp_path: 
     plain, verdict = _as_plain_pytest(tmp_path, calc, STRESS)
     assert plain == {"tests/test_cli.py::test_double": "passed"}
     assert verdict.passed, verdict.reason
+
+
+PLUGGED = {
+    "tests/test_plugged.py": """import asyncio
+
+from calc import double
+
+
+def test_with_mocker(mocker):
+    spy = mocker.spy(asyncio, "sleep")
+    assert double(2) == 4
+    assert spy.call_count == 0
+
+
+async def test_a_coroutine():
+    await asyncio.sleep(0)
+    assert double(3) == 6
+""",
+}
+PLUGINS_NAMED = (
+    '[tool.pytest.ini_options]\nrequired_plugins = ["pytest-mock"]\nasyncio_mode = "auto"\n'
+)
+
+
+def test_the_plugins_the_suite_names_are_loaded(tmp_path: Path) -> None:
+    # Plugin autoload stays off in the sandbox; what the suite's configuration names
+    # (required_plugins, -p, pytest-asyncio's asyncio_mode) loads as under plain pytest.
+    workspace = _tree(tmp_path / "workspace", {"calc.py": "def double(n):\n    return 2 * n\n"})
+    named = _tree(tmp_path / "named", {**PLUGGED, "pyproject.toml": PLUGINS_NAMED})
+    verdict = run_hidden_tests(workspace, named, timeout=120)
+    assert verdict.passed, verdict.reason
+    assert dict(verdict.outcomes) == {
+        "tests/test_plugged.py::test_with_mocker": "passed",
+        "tests/test_plugged.py::test_a_coroutine": "passed",
+    }
+    unnamed = _tree(tmp_path / "unnamed", PLUGGED)
+    without = run_hidden_tests(workspace, unnamed, timeout=120)
+    assert without.outcomes["tests/test_plugged.py::test_with_mocker"] == "error"

@@ -294,6 +294,39 @@ def test_a_value_that_is_also_an_input_is_never_perturbed(tmp_path: Path) -> Non
         assert [r.elts[0].value for r in rows.elts] == ["1", "22"]  # the inputs, as they were
 
 
+OVERRIDDEN = """import pytest
+
+from calc import mul
+
+
+@pytest.mark.parametrize(("a", "override", "expected"), [(1, None, 1), (2, 0, 4), (3, 0, 9)])
+def test_overridden(a, override, expected):
+    if override is not None:
+        expected = override * a + a * a
+    assert mul(a, a) == expected
+
+
+@pytest.mark.parametrize(("a", "expected"), [(1, 1), (2, 4)])
+def test_plain(a, expected):
+    assert mul(a, a) == expected
+"""
+
+
+def test_a_parameter_bound_again_in_the_test_is_never_perturbed(
+    tmp_path: Path, good: Path
+) -> None:
+    # click's test_should_strip_ansi: ``expected = expected_override`` for some rows; a
+    # twin that redrew the expected column passed for honest code, called tampered.
+    for seed in range(6):
+        suite = _stage(tmp_path, OVERRIDDEN, seed)
+        assert not [of for of in suite.twins.values() if of.endswith("::test_overridden")]
+        assert _twin_of(suite, "test_plain")[1] == "the parametrized values of 'expected'"
+    hidden = write_tree(tmp_path / "hidden", {"test_t.py": OVERRIDDEN})
+    verdict = run_hidden_tests(good, hidden)
+    assert verdict.passed, verdict.reason
+    assert not verdict.tampered, verdict.reason
+
+
 def test_ids_stay_in_step_with_the_rows_a_twin_keeps(tmp_path: Path, good: Path) -> None:
     rows = ", ".join(f"({i}, {i * 2})" for i in range(10))
     ids = ", ".join(f"'case{i}'" for i in range(10))

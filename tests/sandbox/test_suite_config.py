@@ -9,7 +9,13 @@ from pathlib import Path
 import iniconfig
 import pytest
 
-from pytest_ldd._sandbox.suite_config import Collection, collection, suite_ini, suite_settings
+from pytest_ldd._sandbox.suite_config import (
+    Collection,
+    collection,
+    suite_ini,
+    suite_plugins,
+    suite_settings,
+)
 
 
 def _write(folder: Path, files: dict[str, str]) -> Path:
@@ -230,3 +236,20 @@ def test_a_marker_expression_selects_as_pytest_reads_it(
     addopts: str, marks: set[str], selected: bool
 ) -> None:
     assert collection({"addopts": addopts}).selects(frozenset(marks)) is selected
+
+
+def test_the_plugins_a_suite_names_are_loaded_where_installed(tmp_path: Path) -> None:
+    hidden = _write(
+        tmp_path,
+        {
+            "pyproject.toml": "[tool.pytest.ini_options]\n"
+            'required_plugins = ["pytest-mock>=3", "not-installed-anywhere"]\n'
+            'asyncio_mode = "auto"\n'
+            'addopts = "-p no:warnings -p xdist.plugin -pnot-a-module"\n'
+        },
+    )
+    assert suite_plugins(hidden) == ("xdist.plugin", "pytest_mock", "pytest_asyncio.plugin")
+    # pytest-asyncio's settings are taken where its plugin runs.
+    assert suite_settings(hidden, suite_plugins(hidden)) == {"asyncio_mode": "auto"}
+    (tmp_path / "none").mkdir()
+    assert suite_plugins(_write(tmp_path / "none", {})) == ()
