@@ -5,16 +5,15 @@ that no file of the workspace configures the run.  The hidden folder is the grad
 though, and where it holds the suite's configuration (a library's ``pyproject.toml``
 beside its ``tests/``), its authors' settings decide outcomes: ``filterwarnings =
 ["error"]`` makes a warning fail its test, ``xfail_strict`` an unexpected pass.  Those
-settings are copied into the sandbox's file -- the ones that change what a test's
-outcome is, never the ones that change what is collected or how the run goes (the
-canaries, the twins and the expected ids are planted and counted with pytest's
-defaults, and ``-x`` would end the run at the first twin).  Two settings of what is
-collected are the exception: ``python_files`` and ``norecursedirs`` name the files
-that are tests at all, ``python_classes`` and ``python_functions`` the tests in them,
-and the staging plants and counts by them as pytest collects by them (a
-``tests/mypy_test_cases`` folder the suite keeps out is its data; mako's ``*Test``
-classes are its tests).  ``python_functions`` is taken only where it still collects
-functions named ``test_*``, as the canaries and twins are named.
+settings are copied into the sandbox's file: the ones that change what a test's
+outcome is, and the ones that say which tests there are -- ``python_files`` and
+``norecursedirs`` name the files that are tests, ``python_classes`` and
+``python_functions`` the tests in them, a ``-m`` of ``addopts`` the tests left out --
+by which the staging plants and counts as pytest collects (a ``tests/mypy_test_cases``
+folder the suite keeps out is its data; mako's ``*Test`` classes are its tests).  What
+would not collect the canaries and twins (unmarked functions named ``test_*``) is not
+taken, nor anything that changes how the run goes (``-x`` would end it at the first
+twin).  :func:`suite_plugins` names the plugins the file says the tests need.
 
 Only the configuration file pytest itself would read for a run rooted in the hidden
 folder counts: the first of ``pytest.toml`` and ``.pytest.toml`` (pytest 9's, with
@@ -31,7 +30,7 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
@@ -98,12 +97,11 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
     configuration file sets.
 
     Values as an ini file holds them (lines of a list joined by newlines).  Its
-    ``addopts`` contributes ``--strict-markers`` (``--strict`` too, its older name) and a
-    ``-m`` expression that keeps unmarked tests to the sandbox's ``addopts``, and its
-    ``-W`` filters to ``filterwarnings``, after the
-    file's own, as pytest orders them.  pytest-asyncio's settings count where one of
-    ``plugins`` is it.  A file that cannot be read or parsed gives nothing (the
-    defaults apply), as does a folder without one.
+    ``addopts`` contributes ``--strict-markers`` (``--strict`` too, its older name) and
+    a ``-m`` expression that keeps unmarked tests to the sandbox's ``addopts``, and its
+    ``-W`` filters to ``filterwarnings``, after the file's own, as pytest orders them.
+    pytest-asyncio's settings count where one of ``plugins`` is it.  A file that cannot
+    be read or parsed gives nothing (the defaults apply), as does a folder without one.
     """
     found = _configuration(hidden)
     if found is None:
@@ -128,18 +126,8 @@ def suite_plugins(hidden: Path) -> tuple[str, ...]:
     found = _configuration(hidden)
     if found is None:
         return ()
-    named: dict[str, None] = {}
-    try:
-        addopts = found.get("addopts", "")
-        words = shlex.split(addopts) if isinstance(addopts, str) else [str(w) for w in addopts]
-    except ValueError:
-        words = []
-    for index, word in enumerate(words):
-        name = words[index + 1] if word == "-p" and index + 1 < len(words) else None
-        if word.startswith("-p") and len(word) > 2:
-            name = word[2:]
-        if name is not None and not name.startswith("no:") and _importable(name):
-            named[name] = None
+    options = _options(found.get("addopts", ""))
+    named = dict.fromkeys(options.plugins if options is not None else [])
     required = found.get("required_plugins", "")
     wanted = required.split() if isinstance(required, str) else [str(r) for r in required]
     if any(key in found for key in _ASYNCIO):
@@ -184,7 +172,8 @@ def _configuration(hidden: Path) -> dict[str, Any] | None:
 
 @dataclass(frozen=True, slots=True)
 class Collection:
-    """Which files under the hidden folder pytest collects as test files."""
+    """Which files, classes and functions under the hidden folder are tests, and which
+    of those the suite's ``-m`` leaves out."""
 
     python_files: tuple[str, ...] = _DEFAULTS["python_files"]
     norecursedirs: tuple[str, ...] = _DEFAULTS["norecursedirs"]
@@ -231,8 +220,8 @@ def collection(settings: Mapping[str, str]) -> Collection:
     if not _collects_canaries(settings):
         del found["python_functions"]
     options = _options(settings.get("addopts", ""))
-    if options is not None and options[2] is not None:
-        found["markexpr"] = options[2]
+    if options is not None and options.markexpr is not None:
+        found["markexpr"] = options.markexpr
     return Collection(**found)
 
 
@@ -308,41 +297,50 @@ def _taken_over(found: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]
     options = _options(found.get("addopts", ""))
     if options is None:
         return settings
-    flags, filters, markexpr = options
-    addopts = ["--strict-markers"] if flags else []
-    if markexpr is not None and _selects_unmarked(markexpr):
-        addopts += ["-m", markexpr]
+    addopts = ["--strict-markers"] if options.strict else []
+    if options.markexpr is not None and _selects_unmarked(options.markexpr):
+        addopts += ["-m", options.markexpr]
     if addopts:
         settings["addopts"] = shlex.join(addopts)
-    if filters:
+    if options.filters:
         own = settings.get("filterwarnings", "")
-        settings["filterwarnings"] = "\n".join(part for part in (own, *filters) if part)
+        settings["filterwarnings"] = "\n".join(p for p in (own, *options.filters) if p)
     return settings
 
 
-def _options(addopts: Any) -> tuple[bool, list[str], str | None] | None:
-    """Whether ``addopts`` asks for strict markers, its warning filters, and its marker
-    expression (``-m``, the last one given, as pytest takes it)."""
+@dataclass(slots=True)
+class _Addopts:
+    """What the sandbox takes of the suite's ``addopts``."""
+
+    strict: bool = False  # --strict-markers (or --strict, its older name)
+    filters: list[str] = field(default_factory=list)  # -W FILTER, in order
+    markexpr: str | None = None  # -m EXPR, the last one given, as pytest takes it
+    plugins: list[str] = field(default_factory=list)  # -p NAME, never -p no:NAME
+
+
+def _options(addopts: Any) -> _Addopts | None:
+    """The parts of ``addopts`` the sandbox takes; None where pytest could not split it."""
     try:
         words = shlex.split(addopts) if isinstance(addopts, str) else [str(w) for w in addopts]
     except ValueError:
         return None
-    strict = any(word in _STRICT_FLAGS for word in words)
-    filters: list[str] = []
-    markexpr = None
+    found = _Addopts(strict=any(word in _STRICT_FLAGS for word in words))
     for index, word in enumerate(words):
         following = words[index + 1] if index + 1 < len(words) else None
+        flag, attached = word[:2], word[2:]
         if word in _WARNING_FLAGS and following is not None:
-            filters.append(following)
-        elif word.startswith("-W") and len(word) > 2:
-            filters.append(word[2:])
+            found.filters.append(following)
         elif word.startswith("--pythonwarnings="):
-            filters.append(word.partition("=")[2])
-        elif word == "-m" and following is not None:
-            markexpr = following
-        elif word.startswith("-m") and len(word) > 2:
-            markexpr = word[2:]
-    return strict, filters, markexpr
+            found.filters.append(word.partition("=")[2])
+        elif flag == "-W" and attached:
+            found.filters.append(attached)
+        elif flag == "-m":
+            found.markexpr = attached or following or found.markexpr
+        elif flag == "-p" and (attached or following):
+            name = attached or following or ""
+            if not name.startswith("no:") and _importable(name):
+                found.plugins.append(name)
+    return found
 
 
 def _selects_unmarked(markexpr: str) -> bool:
