@@ -38,8 +38,8 @@ __all__ = [
 ]
 
 # pytest's defaults: python_files, python_classes / python_functions and norecursedirs.
-_NEVER_COPIED = ("__pycache__", ".pytest_cache")
 _PYTEST_DEFAULTS = Collection()
+_NEVER_COPIED = ("__pycache__", ".pytest_cache")
 _BYTECODE = (".pyc", ".pyo")
 
 # Variables of the calling environment the child keeps; everything else is dropped.
@@ -244,8 +244,9 @@ def stage_hidden(
 
     ``workspace_modules`` are the top-level module names the workspace provides (what
     tells the twins which values are the workspace's); None: every import that is not
-    the standard library's or a test library's.  ``collection`` says which files are
-    test files (the suite's ``python_files`` and ``norecursedirs``).
+    the standard library's or a test library's.  ``collection`` says which files,
+    classes and functions are tests, and which its ``-m`` leaves out (the suite's own
+    settings, :mod:`pytest_ldd._sandbox.suite_config`).
     """
     try:
         if src.is_dir():
