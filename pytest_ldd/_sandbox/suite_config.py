@@ -59,6 +59,7 @@ TAKEN_OVER: Final = (
     "usefixtures",
     "empty_parameter_set_mark",
     "disable_test_id_escaping_and_forfeit_all_rights_to_community_support",
+    "log_level",  # what caplog and the captured log see (tqdm sets INFO)
 )
 #: What is collected: which files are test files, and which folders are never entered.
 COLLECTION: Final = ("python_files", "norecursedirs", "python_classes", "python_functions")
@@ -130,7 +131,7 @@ def suite_plugins(hidden: Path) -> tuple[str, ...]:
     named = dict.fromkeys(options.plugins if options is not None else [])
     required = found.get("required_plugins", "")
     wanted = required.split() if isinstance(required, str) else [str(r) for r in required]
-    if any(key in found for key in _ASYNCIO):
+    if any(key in found for key in _ASYNCIO) or (options and options.asyncio_mode):
         wanted.append("pytest-asyncio")
     for requirement in wanted:
         named.update(dict.fromkeys(_entry_points(requirement)))
@@ -297,6 +298,8 @@ def _taken_over(found: Mapping[str, Any], keys: Sequence[str]) -> dict[str, str]
     options = _options(found.get("addopts", ""))
     if options is None:
         return settings
+    if options.asyncio_mode is not None and "asyncio_mode" in keys:
+        settings["asyncio_mode"] = options.asyncio_mode  # the command line's wins
     addopts = ["--strict-markers"] if options.strict else []
     if options.markexpr is not None and _selects_unmarked(options.markexpr):
         addopts += ["-m", options.markexpr]
@@ -316,6 +319,7 @@ class _Addopts:
     filters: list[str] = field(default_factory=list)  # -W FILTER, in order
     markexpr: str | None = None  # -m EXPR, the last one given, as pytest takes it
     plugins: list[str] = field(default_factory=list)  # -p NAME, never -p no:NAME
+    asyncio_mode: str | None = None  # --asyncio-mode MODE (pytest-asyncio's)
 
 
 def _options(addopts: Any) -> _Addopts | None:
@@ -327,7 +331,8 @@ def _options(addopts: Any) -> _Addopts | None:
     found = _Addopts(strict=any(word in _STRICT_FLAGS for word in words))
     for index, word in enumerate(words):
         following = words[index + 1] if index + 1 < len(words) else None
-        flag, attached = word[:2], word[2:]
+        # argparse reads -W=error as -W error
+        flag, attached = word[:2], word[2:].removeprefix("=")
         if word in _WARNING_FLAGS and following is not None:
             found.filters.append(following)
         elif word.startswith("--pythonwarnings="):
@@ -340,6 +345,10 @@ def _options(addopts: Any) -> _Addopts | None:
             name = attached or following or ""
             if not name.startswith("no:") and _importable(name):
                 found.plugins.append(name)
+        elif word.startswith("--asyncio-mode="):
+            found.asyncio_mode = word.partition("=")[2]
+        elif word == "--asyncio-mode" and following is not None:
+            found.asyncio_mode = following
     return found
 
 

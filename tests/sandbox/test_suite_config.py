@@ -28,8 +28,8 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
     ("files", "expected"),
     [
         pytest.param(
-            {"pytest.ini": "[pytest]\nxfail_strict = true\ntestpaths = tests\n"},
-            {"xfail_strict": "true"},
+            {"pytest.ini": "[pytest]\nxfail_strict = true\ntestpaths = tests\nlog_level = INFO\n"},
+            {"xfail_strict": "true", "log_level": "INFO"},
             id="pytest.ini",
         ),
         pytest.param(
@@ -132,6 +132,11 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
             {"pytest.ini": "[pytest]\naddopts = -m 'not (slow'\n"},
             {},
             id="one pytest cannot read is not taken",
+        ),
+        pytest.param(
+            {"pytest.ini": "[pytest]\naddopts = -W=error -m=not\\ slow\n"},
+            {"filterwarnings": "error", "addopts": "-m 'not slow'"},
+            id="-W=error as argparse reads it",
         ),
         pytest.param({}, {}, id="no configuration"),
     ],
@@ -253,3 +258,11 @@ def test_the_plugins_a_suite_names_are_loaded_where_installed(tmp_path: Path) ->
     assert suite_settings(hidden, suite_plugins(hidden)) == {"asyncio_mode": "auto"}
     (tmp_path / "none").mkdir()
     assert suite_plugins(_write(tmp_path / "none", {})) == ()
+
+
+def test_pytest_asyncios_mode_on_the_command_line_loads_it(tmp_path: Path) -> None:
+    # tqdm: addopts = "... --asyncio-mode=strict"
+    hidden = _write(tmp_path, {"pytest.ini": "[pytest]\naddopts = -v --asyncio-mode=auto\n"})
+    assert suite_plugins(hidden) == ("pytest_asyncio.plugin",)
+    assert suite_settings(hidden, suite_plugins(hidden)) == {"asyncio_mode": "auto"}
+    assert suite_settings(hidden) == {}
