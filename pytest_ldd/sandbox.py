@@ -59,13 +59,7 @@ from pytest_ldd._sandbox.staging import (
     stage_hidden,
     workspace_modules,
 )
-from pytest_ldd._sandbox.suite_config import (
-    Collection,
-    collection,
-    suite_ini,
-    suite_plugins,
-    suite_settings,
-)
+from pytest_ldd._sandbox.suite_config import Collection, collection, suite_configuration, suite_ini
 from pytest_ldd.errors import LddWarning, SandboxError
 
 __all__ = [
@@ -512,11 +506,10 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
     # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
     # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts
     # included.  The hidden suite's own settings that decide outcomes (filterwarnings,
-    # xfail_strict, markers) and which files are tests (python_files, norecursedirs)
-    # join it; the staging plants and counts by the latter too.
-    # The plugins the caller names, and those the suite's own configuration names.
-    plugins = (*options.plugins, *(p for p in suite_plugins(hidden) if p not in options.plugins))
-    taken_over = suite_settings(hidden, plugins)
+    # xfail_strict, markers) and which tests there are (python_files, norecursedirs,
+    # python_classes, python_functions, -m) join it; the staging plants and counts by
+    # the latter too.  Its plugins load beside those the caller names.
+    taken_over, plugins = suite_configuration(hidden, options.plugins)
     ini = suite_ini(taken_over)
     (runner_dir / "pytest.ini").write_text(ini, encoding="utf-8")
     for name in ("home", "tmp"):

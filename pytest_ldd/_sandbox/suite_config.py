@@ -25,6 +25,7 @@ and ``setup.cfg`` (with ``[tool:pytest]``) at its top.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import re
 import shlex
@@ -46,6 +47,7 @@ __all__ = [
     "TAKEN_OVER",
     "Collection",
     "collection",
+    "suite_configuration",
     "suite_ini",
     "suite_plugins",
     "suite_settings",
@@ -104,7 +106,20 @@ def suite_settings(hidden: Path, plugins: Sequence[str] = ()) -> dict[str, str]:
     pytest-asyncio's settings count where one of ``plugins`` is it.  A file that cannot
     be read or parsed gives nothing (the defaults apply), as does a folder without one.
     """
+    return _settings_of(_configuration(hidden), plugins)
+
+
+def suite_configuration(
+    hidden: Path, plugins: Sequence[str] = ()
+) -> tuple[dict[str, str], tuple[str, ...]]:
+    """The settings and the plugins to load -- ``plugins`` (the caller's), then those of
+    :func:`suite_plugins` -- of one reading of the file (see :func:`suite_settings`)."""
     found = _configuration(hidden)
+    named = (*plugins, *(p for p in _plugins_of(found) if p not in plugins))
+    return _settings_of(found, named), named
+
+
+def _settings_of(found: Mapping[str, Any] | None, plugins: Sequence[str]) -> dict[str, str]:
     if found is None:
         return {}
     keys: tuple[str, ...] = TAKEN_OVER + COLLECTION
@@ -124,7 +139,10 @@ def suite_plugins(hidden: Path) -> tuple[str, ...]:
     is installed beside this one (its entry points are read here, where no folder of
     the workspace is on the path).  Plugin autoload stays off: these are named.
     """
-    found = _configuration(hidden)
+    return _plugins_of(_configuration(hidden))
+
+
+def _plugins_of(found: Mapping[str, Any] | None) -> tuple[str, ...]:
     if found is None:
         return ()
     options = _options(found.get("addopts", ""))
@@ -363,15 +381,22 @@ def _selects_unmarked(markexpr: str) -> bool:
 
 def _matches(markexpr: str, marks: frozenset[str], *, unreadable: bool = True) -> bool:
     """pytest's own reading of a marker expression against a test's mark names."""
+
+    def matcher(name: str, /, **kwargs: Any) -> bool:
+        return name in marks
+
     try:
-        from _pytest.mark.expression import Expression
-
-        def matcher(name: str, /, **kwargs: Any) -> bool:
-            return name in marks
-
-        return bool(Expression.compile(markexpr).evaluate(matcher))  # type: ignore[arg-type,unused-ignore]
+        return bool(_compiled(markexpr).evaluate(matcher))
     except Exception:  # a malformed expression, or a pytest that reads them otherwise
         return unreadable
+
+
+@functools.lru_cache(maxsize=16)
+def _compiled(markexpr: str) -> Any:
+    """The expression compiled once: the staging asks it about every test of a suite."""
+    from _pytest.mark.expression import Expression
+
+    return Expression.compile(markexpr)
 
 
 def _text(value: Any) -> str:

@@ -12,6 +12,7 @@ import pytest
 from pytest_ldd._sandbox.suite_config import (
     Collection,
     collection,
+    suite_configuration,
     suite_ini,
     suite_plugins,
     suite_settings,
@@ -266,3 +267,16 @@ def test_pytest_asyncios_mode_on_the_command_line_loads_it(tmp_path: Path) -> No
     assert suite_plugins(hidden) == ("pytest_asyncio.plugin",)
     assert suite_settings(hidden, suite_plugins(hidden)) == {"asyncio_mode": "auto"}
     assert suite_settings(hidden) == {}
+
+
+def test_one_reading_gives_the_settings_and_the_callers_plugins_then_the_suites(
+    tmp_path: Path,
+) -> None:
+    hidden = _write(
+        tmp_path,
+        {"pytest.ini": "[pytest]\naddopts = -p xdist.plugin\nasyncio_mode = auto\n"},
+    )
+    settings, plugins = suite_configuration(hidden, ["pytest_asyncio.plugin", "xdist.plugin"])
+    assert plugins == ("pytest_asyncio.plugin", "xdist.plugin")
+    assert settings == {"asyncio_mode": "auto"}
+    assert suite_configuration(hidden) == (settings, ("xdist.plugin", "pytest_asyncio.plugin"))
