@@ -169,8 +169,17 @@ def _exit(obj: Any, cls: Any, exc: Any, line: Any) -> Any:
 
 
 def signature_data(obj: Any) -> tuple[Any, ...]:
-    """``inspect.signature(obj)`` as data (defaults and annotations cross as handles)."""
-    signature = inspect.signature(obj)
+    """``obj.__signature__`` read for the other side: ``inspect.signature(obj)`` as data.
+
+    Defaults and annotations cross as handles.  Where ``obj`` has a ``__signature__``
+    that is no signature (a class whose instances compute theirs in a property: the
+    class's is the property object; toolz asks ``hasattr(f.__signature__, '__get__')``),
+    that object itself, alone in the tuple.
+    """
+    own = getattr(obj, "__signature__", None)
+    if own is not None and not isinstance(own, inspect.Signature):
+        return (own,)
+    signature = own if own is not None else inspect.signature(obj)
     params = tuple(
         (p.name, int(p.kind), p.default, p.annotation) for p in signature.parameters.values()
     )
@@ -209,8 +218,13 @@ def arity_data(function: Any) -> tuple[str, str, tuple[tuple[str, int, bool], ..
     return (code.co_name, function.__qualname__, tuple(params))
 
 
-def signature_from(data: Any) -> inspect.Signature:
-    """The :class:`inspect.Signature` that :func:`signature_data` describes."""
+def signature_from(data: Any) -> Any:
+    """The :class:`inspect.Signature` that :func:`signature_data` describes.
+
+    Or the object the owner's ``__signature__`` holds where it is no signature.
+    """
+    if type(data) is tuple and len(data) == 1:
+        return data[0]
     try:
         params, returns = data
         parameters = [

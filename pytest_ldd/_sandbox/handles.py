@@ -73,7 +73,13 @@ ORDERINGS = ("__lt__", "__le__", "__gt__", "__ge__")
 
 # Class record flags.
 HASHABLE, EXCEPTION, METACLASS, OWN_DOC, ITER_SELF = 1, 2, 4, 8, 16
-_FLAGS = HASHABLE | EXCEPTION | METACLASS | OWN_DOC | ITER_SELF
+NO_ITER, NO_CONTAINS, NO_REVERSED = 32, 64, 128
+# A special method the class sets to None: the operation is not available, and Python
+# does not fall back to another (``__iter__ = None`` beside ``__getitem__``: not
+# iterable).  The stand-in sets it to None too.
+REFUSED = ((NO_ITER, "__iter__"), (NO_CONTAINS, "__contains__"), (NO_REVERSED, "__reversed__"))
+_FLAGS = HASHABLE | EXCEPTION | METACLASS | OWN_DOC | ITER_SELF | NO_ITER | NO_CONTAINS
+_FLAGS |= NO_REVERSED
 _NAME_CHARS = 200
 _DOC_CHARS = 20_000
 _MAX_FIELDS = 1000
@@ -88,6 +94,14 @@ def _defined(cls: type, name: str) -> bool:
     for klass in type.__dict__["__mro__"].__get__(cls):
         if name in klass.__dict__:
             return klass.__dict__[name] is not None
+    return False
+
+
+def _refused(cls: type, name: str) -> bool:
+    """Whether ``cls`` sets the special method ``name`` to None (its MRO, not its metaclass)."""
+    for klass in type.__dict__["__mro__"].__get__(cls):
+        if name in klass.__dict__:
+            return klass.__dict__[name] is None
     return False
 
 
@@ -200,6 +214,9 @@ def class_record(klass: type) -> tuple[Any, ...]:
         flags |= EXCEPTION
     if type.__subclasscheck__(type, klass):
         flags |= METACLASS
+    for flag, refused in REFUSED:
+        if _refused(klass, refused):
+            flags |= flag
     if _slot(klass, "__iter__") and _slot(klass, "__next__"):
         # A builtin iterator type (generators, map, itertools): iter() gives the object.
         flags |= ITER_SELF
@@ -600,14 +617,31 @@ _EXCEPTION_SLOTS: tuple[tuple[type[BaseException], tuple[str, ...]], ...] = (
 # Module-level objects of the standard library that cross by name, as the receiver's
 # own: sentinels that ``dataclasses`` and ``inspect`` compare by identity, and the
 # functions of ``re`` that code compares by identity (``func in (re.match,
-# re.search)``), which touch nothing but their arguments.
+# re.search)``), which touch nothing but their arguments.  So do ``functools.partial``
+# and ``reduce``, the builtins and the functions of ``operator`` below: a test hands
+# ``max``, ``operator.add`` or ``partial`` to workspace code, which may compare it
+# (toolz keeps signatures of builtins by identity); never one that reads files, runs
+# code, prints, or looks into frames.
+_PURE_BUILTINS = (
+    "abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format",
+    "getattr", "hasattr", "hash", "hex", "isinstance", "issubclass", "iter", "len",
+    "max", "min", "next", "oct", "ord", "pow", "repr", "round", "sorted", "sum",
+)  # fmt: skip
+_PURE_OPERATORS = (
+    "abs", "add", "and_", "concat", "contains", "countOf", "eq", "floordiv", "ge",
+    "getitem", "gt", "index", "indexOf", "inv", "invert", "is_", "is_not", "le",
+    "length_hint", "lshift", "lt", "matmul", "mod", "mul", "ne", "neg", "not_", "or_",
+    "pos", "pow", "rshift", "sub", "truediv", "truth", "xor",
+)  # fmt: skip
 _SINGLETONS = frozenset({
     ("dataclasses", "MISSING"), ("dataclasses", "KW_ONLY"), ("dataclasses", "_FIELD"),
     ("dataclasses", "_FIELD_CLASSVAR"), ("dataclasses", "_FIELD_INITVAR"),
     ("inspect", "_empty"), ("inspect", "Parameter.empty"), ("inspect", "_void"),
     ("re", "match"), ("re", "search"), ("re", "fullmatch"), ("re", "compile"),
     ("re", "sub"), ("re", "subn"), ("re", "split"), ("re", "findall"),
-    ("re", "finditer"), ("re", "escape"),
+    ("re", "finditer"), ("re", "escape"), ("functools", "partial"), ("functools", "reduce"),
+    *(("builtins", name) for name in _PURE_BUILTINS),
+    *(("operator", name) for name in _PURE_OPERATORS),
 })  # fmt: skip
 
 
@@ -671,7 +705,7 @@ def resolve_named(name: Any, *, may_import: bool) -> Any:
     """The receiver's own standard-library enum member or sentinel, or None.
 
     A name that leads anywhere else -- a class, a module, a function but the pure ones
-    of ``re`` listed -- resolves to None: only inert values may be named.
+    listed -- resolves to None: only inert values may be named.
     """
     import enum
 

@@ -627,20 +627,40 @@ def _remote_method(name: str) -> Any:
 class _InstanceDoc:
     """``__doc__`` of a stand-in class whose instances may carry their own.
 
-    On the class it is the class's docstring, as described; on an instance it is asked
-    of the owner, where ``self.__doc__ = ...`` in ``__init__`` (funcy's
-    ``cached_property`` copies its function's) sets one of the instance's own.
+    On an instance it is asked of the owner, where ``self.__doc__ = ...`` in
+    ``__init__`` (funcy's ``cached_property`` copies its function's) sets one of the
+    instance's own.  On the class it is the class's docstring, as described; where the
+    class's ``__doc__`` is itself a descriptor (toolz's ``excepts``, whose instances
+    describe their function), the class's is asked of the owner too, as Python asks
+    that descriptor there.
     """
 
-    __slots__ = ("doc",)
+    __slots__ = ("ask_class", "doc")
 
-    def __init__(self, doc: Any) -> None:
+    def __init__(self, doc: Any, *, ask_class: bool = False) -> None:
         self.doc = doc
+        self.ask_class = ask_class
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is not None:
+            return _link(obj).getattr(obj, "__doc__")
+        if self.ask_class and isinstance(owner, RemoteMeta):
+            return type.__getattribute__(owner, "_ldd_link").getattr(owner, "__doc__")
+        return self.doc
+
+
+class _InstanceModule(str):
+    """``__module__`` of a stand-in class, which its instances may carry on their own.
+
+    On the class it is the string described (``type`` hands back what the class's
+    namespace holds, so it must be one); on an instance it is asked of the owner, where
+    ``self.__module__ = func.__module__`` (toolz's ``curry``) sets one of its own.
+    """
 
     def __get__(self, obj: Any, owner: Any = None) -> Any:
         if obj is None:
-            return self.doc
-        return _link(obj).getattr(obj, "__doc__")
+            return self
+        return _link(obj).getattr(obj, "__module__")
 
 
 class _OwnMember:
@@ -972,8 +992,9 @@ class StandIns:
         if number is not None:
             return self.table.record(number)
         name = type.__dict__["__name__"].__get__(cls)
-        if getattr(builtins, name, None) is cls:
-            # A builtin type crossed by name: this side describes its own copy.
+        if getattr(builtins, name, None) is cls or handles.named_stdlib(cls) is not None:
+            # A builtin type (or ``functools.partial``) crossed by name: this side
+            # describes its own copy.
             found = self._builtin_records.get(cls)
             if found is None:
                 found = self._builtin_records[cls] = handles.ClassRecord.of_builtin(cls)
@@ -1077,10 +1098,8 @@ class StandIns:
                 # The native base's methods would answer here: they are the remote's.
                 for name in _NATIVE_METHODS.get(base.__name__, ()):
                     namespace.setdefault(name, _remote_method(name))
-            if not record.flags & handles.OWN_DOC:
-                namespace["__doc__"] = _InstanceDoc(record.doc)
+            self._own_text(namespace, record)
             made = type.__new__(self._metaclass(meta), record.name, (Proxy, *native), namespace)
-            self._fix_own_doc(made, record)
         type.__setattr__(made, "__qualname__", record.qualname)
         return _copies(made) if not record.flags & handles.EXCEPTION else made
 
@@ -1136,17 +1155,19 @@ class StandIns:
         namespace["__slots__"] = ()
         # The weak references here are this side's table's, not the object's own.
         namespace["__weakref__"] = _remote_attribute("__weakref__")
-        if record.flags & handles.OWN_DOC:
-            namespace["__doc__"] = _remote_attribute("__doc__")
         if not record.flags & handles.HASHABLE:
             namespace["__hash__"] = None
+        for flag, name in handles.REFUSED:
+            if record.flags & flag:
+                namespace[name] = None
         return namespace
 
     @staticmethod
-    def _fix_own_doc(made: type, record: handles.ClassRecord) -> None:
-        if record.flags & handles.OWN_DOC:
-            # Instances of this class (functions, methods) carry their own __module__.
-            type.__setattr__(made, "__module__", _remote_attribute("__module__"))
+    def _own_text(namespace: dict[str, Any], record: handles.ClassRecord) -> None:
+        """``__doc__`` and ``__module__`` of a proxy class: its own, and its instances'."""
+        own = bool(record.flags & handles.OWN_DOC)
+        namespace["__doc__"] = _InstanceDoc(None if own else record.doc, ask_class=own)
+        namespace["__module__"] = _InstanceModule(record.module)
 
     @staticmethod
     def _value_namespace(record: handles.ClassRecord) -> dict[str, Any]:
@@ -1173,11 +1194,9 @@ class StandIns:
         if found is None:
             namespace = self._proxy_namespace(record)
             namespace.update(self._namespace(record))
-            if record.flags & handles.OWN_DOC:
-                namespace["__doc__"] = _remote_attribute("__doc__")
+            self._own_text(namespace, record)
             found = _copies(type(record.name, (Proxy,), namespace))
             type.__setattr__(found, "__qualname__", record.qualname)
-            self._fix_own_doc(found, record)
             self._instance_types[cls] = found
         return found
 
@@ -1262,3 +1281,10 @@ _VALUE_ONLY = frozenset(
     {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__hash__", "__repr__",
      "__str__", "__format__"}
 )  # fmt: skip
+
+# The bases' annotations are for the type checker.  A stand-in class's own MRO holds
+# Proxy, and typing.get_type_hints() of a remote class reads every base's namespace:
+# it must find nothing there that the remote class does not have (toolz's ``Compose``).
+for _base in (Proxy, ValueProxy, RemoteMeta):
+    if "__annotations__" in _base.__dict__:
+        type.__delattr__(_base, "__annotations__")

@@ -2982,6 +2982,113 @@ def test_an_instances_own_docstring_is_its_own_and_its_classs_the_classs(
     )
 
 
+TOOLZ_SHAPES_WORKSPACE = {
+    "shapes.py": (
+        "import functools\nimport inspect\nimport operator\n\n\n"
+        "class InstanceProperty(property):\n"
+        "    def __init__(self, fget=None, classval=None):\n"
+        "        self.classval = classval\n"
+        "        property.__init__(self, fget=fget)\n\n"
+        "    def __get__(self, obj, type=None):\n"
+        "        if obj is None:\n            return self.classval\n"
+        "        return property.__get__(self, obj, type)\n\n\n"
+        "class Curry:\n"
+        '    """Curry\'s own docstring."""\n\n'
+        "    def __init__(self, func):\n"
+        "        self.func = func\n"
+        "        self.__doc__ = func.__doc__\n"
+        "        self.__module__ = func.__module__\n\n"
+        "    def __call__(self, *args):\n        return self.func(*args)\n\n\n"
+        "class Excepts:\n"
+        '    """Excepts\' own docstring."""\n\n'
+        "    def __init__(self, func):\n        self.func = func\n\n"
+        "    __doc__ = InstanceProperty(\n"
+        "        lambda self: 'excepts ' + self.func.__name__, classval=__doc__\n"
+        "    )\n\n\n"
+        "class Plain:\n    pass\n\n\n"
+        "def isiterable(x):\n"
+        "    try:\n        iter(x)\n        return True\n"
+        "    except TypeError:\n        return False\n\n\n"
+        "KNOWN = {\n"
+        "    max: 'max', operator.add: 'add',\n"
+        "    functools.partial: 'partial', functools.reduce: 'reduce',\n"
+        "}\n\n\n"
+        "def known(func):\n    return KNOWN.get(func)\n\n\n"
+        "def signature_kind(func):\n"
+        "    own = getattr(func, '__signature__', None)\n"
+        "    if own is not None and hasattr(own, '__get__'):\n        return 'property'\n"
+        "    return list(inspect.signature(func).parameters)\n\n\n"
+        "def partial_sum(*args):\n    return functools.partial(sum)(args)\n"
+    ),
+    "pkg/__init__.py": '"""The package."""\n\nX = 1\n',
+    "pkg/sub.py": "Y = 2\n",
+}
+
+
+def test_what_toolz_asks_of_objects_it_is_handed_or_hands_back_answers_as_in_one_process(
+    task: SimpleNamespace,
+) -> None:
+    # toolz's own suite in process isolation: an instance's own __module__ and
+    # __doc__, a class whose __doc__ is a descriptor, `__iter__ = None`, the
+    # annotations typing finds on a class, builtins and partial compared by identity,
+    # a class whose instances compute __signature__, a module's __package__ and __doc__.
+    _both_pass(
+        task,
+        TOOLZ_SHAPES_WORKSPACE,
+        {
+            "test_shapes.py": (
+                "import functools\nimport inspect\nimport operator\nimport typing\n\n"
+                "import pkg.sub\nimport shapes\n\n\n"
+                'def helper():\n    """helper\'s docstring"""\n\n\n'
+                "def test_an_instances_own_module_and_docstring():\n"
+                "    curried = shapes.Curry(helper)\n"
+                "    assert curried.__module__ == 'test_shapes'\n"
+                '    assert curried.__doc__ == "helper\'s docstring"\n'
+                "    assert shapes.Curry.__module__ == 'shapes'\n"
+                '    assert shapes.Curry.__doc__ == "Curry\'s own docstring."\n\n\n'
+                "def test_a_class_whose_docstring_is_a_descriptor():\n"
+                '    assert shapes.Excepts.__doc__ == "Excepts\' own docstring."\n'
+                "    assert shapes.Excepts(helper).__doc__ == 'excepts helper'\n"
+                "    assert shapes.Excepts.__module__ == 'shapes'\n\n\n"
+                "def test_iter_set_to_none_is_not_iterable():\n"
+                "    class NotIterable:\n        __iter__ = None\n\n"
+                "        def __getitem__(self, index):\n            return [1][index]\n\n"
+                "    class ByIndex:\n"
+                "        def __getitem__(self, index):\n            return [1][index]\n\n"
+                "    assert shapes.isiterable(NotIterable()) is False\n"
+                "    assert shapes.isiterable(ByIndex()) is True\n\n\n"
+                "def test_a_workspace_class_has_no_annotations_of_the_isolation():\n"
+                "    assert typing.get_type_hints(shapes.Plain) == {}\n"
+                "    assert inspect.get_annotations(shapes.Plain) == {}\n\n\n"
+                "def test_builtins_and_partial_keep_their_identity():\n"
+                "    assert shapes.known(max) == 'max'\n"
+                "    assert shapes.known(functools.partial) == 'partial'\n"
+                "    assert shapes.known(functools.reduce) == 'reduce'\n"
+                "    assert shapes.partial_sum(1, 2) == 3\n"
+                "    assert shapes.known(operator.add) == 'add'\n\n\n"
+                "def test_signature_from_a_property_of_the_class():\n"
+                "    class AddX:\n"
+                "        def __init__(self, func):\n            self.func = func\n\n"
+                "        def __call__(self, addx, *args):\n"
+                "            return addx + self.func(*args)\n\n"
+                "        @property\n        def __signature__(self):\n"
+                "            sig = inspect.signature(self.func)\n"
+                "            kind = inspect.Parameter.POSITIONAL_OR_KEYWORD\n"
+                "            first = inspect.Parameter('addx', kind)\n"
+                "            return sig.replace(parameters=[first, *sig.parameters.values()])\n\n"
+                "    assert shapes.signature_kind(AddX) == 'property'\n"
+                "    assert shapes.signature_kind(AddX(lambda x: x)) == ['addx', 'x']\n\n\n"
+                "def test_a_packages_package():\n"
+                "    assert pkg.__package__ == 'pkg'\n"
+                "    assert pkg.sub.__package__ == 'pkg'\n"
+                "    assert shapes.__package__ == ''\n"
+                "    assert pkg.__doc__ == 'The package.'\n"
+                "    assert shapes.__doc__ is None\n"
+            )
+        },
+    )
+
+
 def test_a_tests_datetime_subclass_keeps_its_own_classmethods_in_workspace_code(
     task: SimpleNamespace,
 ) -> None:
