@@ -277,7 +277,12 @@ def _drain(iterator: Any, size: Any) -> tuple[tuple[Any, ...], bool, BaseExcepti
     return tuple(items), False, None
 
 
+def _instancecheck(cls: Any, obj: Any) -> bool:
+    return isinstance(obj, cls)
+
+
 OPS: dict[str, Callable[..., Any]] = {
+    "instancecheck": _instancecheck,
     "getattr": getattr, "setattr": setattr, "delattr": delattr,
     "call": _call, "callsync": _call_sync, "callhandling": _call_handling, "dir": _dir,
     "repr": repr, "str": str, "format": format, "len": len, "iter": iter, "next": next,

@@ -209,6 +209,10 @@ def class_record(klass: type) -> tuple[Any, ...]:
         # The orderings the class has beyond object's: ``functools.total_ordering``
         # and its kin read them off the class.
         special += tuple(n for n in ORDERINGS if _overrides(klass, object, n))
+        if type.__subclasscheck__(BaseException, klass) and _overrides(
+            klass, BaseException, "__repr__"
+        ):
+            special += ("__repr__",)  # an exception's own repr (validators' ValidationError)
     flags = HASHABLE if _defined(klass, "__hash__") else 0
     if type.__subclasscheck__(BaseException, klass):
         flags |= EXCEPTION
@@ -355,7 +359,12 @@ class ClassRecord:
 class HandleTable:
     """One side's numbered objects: those it lent, and stand-ins of those it borrowed."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, names_modules: bool = False) -> None:
+        # The judge's table lends the pure modules of the standard library by name (the
+        # subject gets its own ``json``); the subject's never does: a module it lends
+        # stays its own, a stand-in whose functions run there (the judge's own
+        # ``pickle`` would load what the workspace wrote).
+        self.names_modules = names_modules
         self._exports: dict[int, Any] = {}
         self._export_ids: dict[int, int] = {}
         self._next = 1
@@ -522,7 +531,7 @@ class HandleTable:
         """
         number = self.export(obj)[0] if nameable else self._described_only(obj)
         sentinel = _sentinel_name(obj)
-        if sentinel is not None:
+        if sentinel is not None and (self.names_modules or sentinel[1]):
             return ("n", number, type(obj), sentinel)
         if isinstance(obj, type):
             if number in self.described:
@@ -618,10 +627,12 @@ _EXCEPTION_SLOTS: tuple[tuple[type[BaseException], tuple[str, ...]], ...] = (
 # own: sentinels that ``dataclasses`` and ``inspect`` compare by identity, and the
 # functions of ``re`` that code compares by identity (``func in (re.match,
 # re.search)``), which touch nothing but their arguments.  So do ``functools.partial``
-# and ``reduce``, the builtins and the functions of ``operator`` below: a test hands
-# ``max``, ``operator.add`` or ``partial`` to workspace code, which may compare it
-# (toolz keeps signatures of builtins by identity); never one that reads files, runs
-# code, prints, or looks into frames.
+# and ``reduce``, ``operator``'s getter classes, the builtins and the functions of
+# ``operator`` below: a test hands ``max``, ``operator.add`` or ``partial`` to workspace
+# code, which may compare it (toolz keeps signatures of builtins by identity); never
+# one that reads files, runs code, prints, or looks into frames.  A class that crosses
+# so is the receiver's own: its instances made there are the receiver's, and an
+# instance of the other side's stays a handle, used through requests.
 _PURE_BUILTINS = (
     "abs", "all", "any", "ascii", "bin", "callable", "chr", "divmod", "format",
     "getattr", "hasattr", "hash", "hex", "isinstance", "issubclass", "iter", "len",
@@ -633,6 +644,16 @@ _PURE_OPERATORS = (
     "length_hint", "lshift", "lt", "matmul", "mod", "mul", "ne", "neg", "not_", "or_",
     "pos", "pow", "rshift", "sub", "truediv", "truth", "xor",
 )  # fmt: skip
+# Modules of the standard library that touch nothing but their arguments, named by
+# ``(name, "")``: a test hands ``pickle`` or ``json`` to workspace code as a serializer
+# (itsdangerous' ``Serializer(secret, serializer=pickle)``), and the subject gets its
+# own.  Only the judge lends a module so (see HandleTable).
+_PURE_MODULES = (
+    "json", "pickle", "marshal", "math", "cmath", "operator", "string", "re",
+    "decimal", "fractions", "base64", "binascii", "zlib", "gzip", "bz2", "lzma",
+    "hashlib", "hmac", "struct", "copy", "statistics", "textwrap", "unicodedata",
+    "html", "itertools", "functools", "collections", "datetime", "numbers",
+)  # fmt: skip
 _SINGLETONS = frozenset({
     ("dataclasses", "MISSING"), ("dataclasses", "KW_ONLY"), ("dataclasses", "_FIELD"),
     ("dataclasses", "_FIELD_CLASSVAR"), ("dataclasses", "_FIELD_INITVAR"),
@@ -640,8 +661,10 @@ _SINGLETONS = frozenset({
     ("re", "match"), ("re", "search"), ("re", "fullmatch"), ("re", "compile"),
     ("re", "sub"), ("re", "subn"), ("re", "split"), ("re", "findall"),
     ("re", "finditer"), ("re", "escape"), ("functools", "partial"), ("functools", "reduce"),
+    ("operator", "itemgetter"), ("operator", "attrgetter"), ("operator", "methodcaller"),
     *(("builtins", name) for name in _PURE_BUILTINS),
     *(("operator", name) for name in _PURE_OPERATORS),
+    *((name, "") for name in _PURE_MODULES),
 })  # fmt: skip
 
 
@@ -657,6 +680,8 @@ def _lookup(module: str, qualname: str, *, may_import: bool) -> Any:
             found = importlib.import_module(module)
         except ImportError:
             return None
+    if qualname == "":
+        return found  # the module itself (see resolve_named)
     for part in qualname.split("."):
         if not part.isidentifier():
             return None
@@ -722,6 +747,8 @@ def resolve_named(name: Any, *, may_import: bool) -> Any:
             return found(name[2])
         except (ValueError, TypeError):
             return None
+    if qualname == "" and not may_import:
+        return None  # only the subject takes a module by name (see HandleTable)
     if (module, qualname) in _SINGLETONS:
         return found
     return None

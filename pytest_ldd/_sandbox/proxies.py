@@ -529,6 +529,8 @@ class JudgePolicy:
 
     def refusal(self, obj: Any) -> str | None:
         """Why ``obj`` may not cross, or None."""
+        if handles.named_stdlib(obj) is not None:
+            return None  # the subject's own of that name arrives (a module, a class)
         if isinstance(obj, type):
             return self._class_refusal(obj)
         cls = type(obj)
@@ -689,7 +691,7 @@ class Connection:
         self.suite_links: frozenset[str] = frozenset()
         self.suite_paths: list[str] = []
         self.started = False
-        self.table = handles.HandleTable()
+        self.table = handles.HandleTable(names_modules=True)
         self.stand_ins = JudgeStandIns(self, self.table, may_import=False)
         self.drains = stubs.Drains(self)
         self.random = sync.RandomSync(self)

@@ -792,10 +792,33 @@ class Drains:
 # -- classes ---------------------------------------------------------------------------
 
 
+def _stand_in(obj: Any) -> bool:
+    """Whether ``obj`` is a stand-in of the other side's object or class."""
+    return (
+        isinstance(obj, RemoteMeta)
+        or isinstance(type(obj), RemoteMeta)
+        or hasattr(type(obj), "_ldd_mro")
+    )
+
+
+def _checked_at_owner(cls: Any, op: str, obj: Any) -> bool:
+    """``isinstance`` of this side's ``obj`` as the owner of ``cls`` answers.
+
+    What the isolation cannot carry, or an owner that is gone, answers False (a limit
+    that was met is noted for the running test, as for any request).
+    """
+    try:
+        return bool(type.__getattribute__(cls, "_ldd_link").request(op, cls, obj))
+    except Exception:
+        return False
+
+
 class RemoteMeta(type):
     """The metaclass of stand-in classes: the class itself lives on the other side."""
 
     _ldd_link: Any = None
+    # Whether the remote metaclass is one of its own (see StandIns._metaclass).
+    _ldd_checks_at_owner = False
     _ldd_mro: frozenset[int] = frozenset()
     # The attributes read off the class at its owner (see __getattribute__).
     _ldd_owner_names: frozenset[str] = frozenset()
@@ -835,11 +858,19 @@ class RemoteMeta(type):
         if type.__instancecheck__(cls, obj):
             return True
         own = type.__getattribute__(cls, "_ldd_class")
-        return own in getattr(type(obj), "_ldd_mro", ())
+        if own in getattr(type(obj), "_ldd_mro", ()):
+            return True
+        if type(cls)._ldd_checks_at_owner and not _stand_in(obj):
+            # glom's _AbstractIterable counts a test's class with __iter__ by its hook.
+            return _checked_at_owner(cls, "instancecheck", obj)
+        return False
 
     def __subclasscheck__(cls, other: Any) -> bool:
         if not isinstance(other, type):
             return type.__subclasscheck__(cls, other)
+        # Never asked of the owner: an abstract class of this side asks every subclass
+        # it has, stand-ins too, while this side encodes a message (``isinstance(x,
+        # Mapping)``), and a request then would cross that message.
         own = type.__getattribute__(cls, "_ldd_class")
         return own in getattr(other, "_ldd_mro", ()) or type.__subclasscheck__(cls, other)
 
@@ -879,6 +910,27 @@ class _ExceptionMeta(RemoteMeta):
 def _exception_str(self: BaseException) -> str:
     text = StandIns.text_of(self)
     return text if text is not None else BaseException.__str__(self)
+
+
+def _exception_special(name: str) -> Any:
+    """A special method of an exception's class, asked of its owner.
+
+    Its truth and its repr are read by the reporting too (``traceback`` asks ``e and
+    e.__cause__``): once the owner is gone, they are ``BaseException``'s, never an
+    error where pytest formats the failure.
+    """
+    remote = SPECIAL[name]
+    if name not in ("__bool__", "__repr__"):
+        return remote
+
+    def method(self: BaseException) -> Any:
+        try:
+            return remote(self)
+        except Exception:
+            return True if name == "__bool__" else BaseException.__repr__(self)
+
+    method.__name__ = name
+    return method
 
 
 def _exception_getattr(self: BaseException, name: str) -> Any:
@@ -1075,6 +1127,12 @@ class StandIns:
             chosen = [b for b in bases if issubclass(b, BaseException)] or [Exception]
             namespace["__str__"] = _exception_str
             namespace["__getattr__"] = _exception_getattr
+            # An exception returned as a value: validators' ValidationError is falsy.
+            namespace.update(
+                (name, _exception_special(name))
+                for name in record.special
+                if name in _EXCEPTION_VALUE
+            )
             namespace["__weakref__"] = _remote_attribute("__weakref__")
             try:
                 made = type.__new__(self._exception_meta, record.name, tuple(chosen), namespace)
@@ -1114,6 +1172,9 @@ class StandIns:
             namespace: dict[str, Any] = {
                 name: SPECIAL[name] for name in record.special if name not in _META_OWN
             }
+            # A metaclass of its own (ABCMeta and a __subclasshook__, an enum's) may
+            # count this side's objects among the instances: the owner is asked.
+            namespace["_ldd_checks_at_owner"] = True
             found = type(record.name, (self._plain_meta,), namespace)
             self._metaclasses[number] = found
         return found
@@ -1273,6 +1334,13 @@ _ALWAYS_OWNER = frozenset(handles.OBJECT_PROTOCOL) - frozenset(handles.ORDERINGS
     "__annotations__",
     "__dict__",
 }
+# The special methods an exception class of the other side may define that its
+# stand-in asks of the owner: what makes an exception a value (its truth, its items,
+# its own repr).
+_EXCEPTION_VALUE = frozenset(
+    {"__bool__", "__len__", "__iter__", "__getitem__", "__contains__", "__reversed__",
+     "__repr__"}
+)  # fmt: skip
 # Special methods of the metaclass that the stand-in metaclass keeps its own.
 _META_OWN = frozenset({"__call__", "__repr__", "__str__", "__format__", "__hash__"})
 # Comparison and text methods: a proxy has them always (as requests); a value mirror has

@@ -818,8 +818,7 @@ def _ints(parts: Any, count: int) -> tuple[int, ...]:
 # the real classes (``datetime.datetime`` itself, and any module's alias of it), and a
 # value this side decodes is the real type whatever a test froze.
 _REAL_DT: dict[str, type[Any]] = {
-    name: getattr(datetime, name)
-    for name in ("datetime", "date", "time", "timedelta")
+    name: getattr(datetime, name) for name in ("datetime", "date", "time", "timedelta")
 }
 
 
@@ -876,9 +875,7 @@ def _stdlib_value(kind: int, parts: Any) -> Any:
         year, month, day, hour, minute, second, micro = _ints(parts[:7], 7)
         (fold,) = _ints(parts[7:8], 1)
         tz = _tz_value(parts[8])
-        return _REAL_DT["datetime"](
-            year, month, day, hour, minute, second, micro, tz, fold=fold
-        )
+        return _REAL_DT["datetime"](year, month, day, hour, minute, second, micro, tz, fold=fold)
     if kind == _X_DATE:
         return _REAL_DT["date"](*_ints(parts, 3))
     if kind == _X_TIME and type(parts) is tuple and len(parts) == 6:
@@ -1115,7 +1112,8 @@ class Peer:
                     except WireError:
                         raise
                     except Exception as exc:  # raised below, in step
-                        raised = raised or exc
+                        if raised is None:  # never its truth: a stand-in's is a request
+                            raised = exc
                     continue
                 if message[1] != seq:
                     msg = f"an answer to request {message[1]} arrived while {seq} was pending"

@@ -337,6 +337,66 @@ def test_a_name_that_leads_to_anything_but_an_inert_value_resolves_to_nothing(na
     assert handles.resolve_named(name, may_import=False) is None
 
 
+@pytest.mark.parametrize(
+    "name",
+    [
+        ("builtins", "open"),
+        ("builtins", "exec"),
+        ("builtins", "vars"),
+        ("builtins", "print"),
+        ("os", ""),
+        ("subprocess", ""),
+        ("sys", ""),
+        ("importlib", ""),
+        ("operator", "__builtins__"),
+    ],
+)
+def test_no_builtin_or_module_that_reaches_beyond_its_arguments_is_named(name: Any) -> None:
+    assert handles.resolve_named(name, may_import=True) is None
+
+
+def test_pure_builtins_operators_and_partial_cross_by_name_both_ways() -> None:
+    import functools
+    import operator
+
+    for value in (max, sorted, getattr, operator.add, operator.itemgetter, functools.partial):
+        name = handles.named_stdlib(value)
+        assert name is not None, value
+        assert handles.resolve_named(name, may_import=False) is value
+    assert handles.named_stdlib(open) is None
+    assert handles.named_stdlib(eval) is None
+
+
+def test_only_the_judge_lends_a_pure_module_by_name_and_only_the_subject_takes_it() -> None:
+    import pickle
+
+    judge, subject = handles.HandleTable(names_modules=True), handles.HandleTable()
+    kind, _, _, name = judge.lend(pickle)
+    assert (kind, name) == ("n", ("pickle", ""))
+    assert handles.resolve_named(name, may_import=True) is pickle  # the subject's own
+    # The subject's pickle stays its own: a judge that took its own by that name
+    # would load what the workspace wrote.
+    assert subject.lend(pickle)[0] == "m"
+    assert handles.resolve_named(("pickle", ""), may_import=False) is None
+    assert judge.lend(os)[0] == "m"  # not a pure module: the judge's policy refuses it
+
+
+class _NotIterable:
+    __iter__ = None
+    __contains__ = None
+
+    def __getitem__(self, index: int) -> int:
+        return [1][index]
+
+
+def test_special_methods_set_to_none_are_flagged() -> None:
+    flags = handles.class_record(_NotIterable)[6]
+    assert flags & handles.NO_ITER
+    assert flags & handles.NO_CONTAINS
+    assert not flags & handles.NO_REVERSED
+    assert not handles.class_record(_Sized)[6] & handles.NO_ITER
+
+
 def test_the_stand_in_types_know_every_special_method_a_record_may_list() -> None:
     from pytest_ldd._sandbox import stubs
 

@@ -3010,8 +3010,9 @@ TOOLZ_SHAPES_WORKSPACE = {
         "    try:\n        iter(x)\n        return True\n"
         "    except TypeError:\n        return False\n\n\n"
         "KNOWN = {\n"
-        "    max: 'max', operator.add: 'add',\n"
-        "    functools.partial: 'partial', functools.reduce: 'reduce',\n"
+        "    max: 'max', operator.add: 'add', operator.itemgetter: 'itemgetter',\n"
+        "    operator.methodcaller: 'methodcaller', functools.partial: 'partial',\n"
+        "    functools.reduce: 'reduce',\n"
         "}\n\n\n"
         "def known(func):\n    return KNOWN.get(func)\n\n\n"
         "def signature_kind(func):\n"
@@ -3065,7 +3066,9 @@ def test_what_toolz_asks_of_objects_it_is_handed_or_hands_back_answers_as_in_one
                 "    assert shapes.known(functools.partial) == 'partial'\n"
                 "    assert shapes.known(functools.reduce) == 'reduce'\n"
                 "    assert shapes.partial_sum(1, 2) == 3\n"
-                "    assert shapes.known(operator.add) == 'add'\n\n\n"
+                "    assert shapes.known(operator.add) == 'add'\n"
+                "    assert shapes.known(operator.itemgetter) == 'itemgetter'\n"
+                "    assert shapes.known(operator.methodcaller) == 'methodcaller'\n\n\n"
                 "def test_signature_from_a_property_of_the_class():\n"
                 "    class AddX:\n"
                 "        def __init__(self, func):\n            self.func = func\n\n"
@@ -3087,6 +3090,136 @@ def test_what_toolz_asks_of_objects_it_is_handed_or_hands_back_answers_as_in_one
             )
         },
     )
+
+
+def test_a_serializer_module_the_tests_hand_over_is_the_subjects_own(
+    task: SimpleNamespace,
+) -> None:
+    # itsdangerous' suite: Serializer(secret, serializer=pickle).  A module could not
+    # cross at all; a pure one of the standard library now arrives as the subject's own.
+    _both_pass(
+        task,
+        {
+            "serial.py": (
+                "import pickle\n\n\n"
+                "def roundtrip(serializer, value):\n"
+                "    return serializer.loads(serializer.dumps(value))\n\n\n"
+                "def is_pickle(module):\n    return module is pickle\n"
+            )
+        },
+        {
+            "test_serial.py": (
+                "import json\nimport pickle\n\nimport serial\n\n\n"
+                "def test_serializers():\n"
+                "    assert serial.roundtrip(pickle, [1, 2]) == [1, 2]\n"
+                "    assert serial.roundtrip(json, {'a': 1}) == {'a': 1}\n"
+                "    assert serial.is_pickle(pickle)\n"
+                "    assert not serial.is_pickle(json)\n"
+            )
+        },
+    )
+
+
+def test_an_exception_returned_as_a_value_keeps_its_truth_and_its_repr(
+    task: SimpleNamespace,
+) -> None:
+    # validators returns (never raises) a ValidationError that is falsy and prints
+    # its arguments; its stand-in was a true exception with BaseException's repr.
+    _both_pass(
+        task,
+        {
+            "check.py": (
+                "class ValidationError(Exception):\n"
+                "    def __init__(self, func, values):\n"
+                "        self.func = func\n        self.__dict__.update(values)\n\n"
+                "    def __repr__(self):\n"
+                "        return f'ValidationError(func={self.func.__name__})'\n\n"
+                "    def __bool__(self):\n        return False\n\n"
+                "    def __len__(self):\n        return 2\n\n\n"
+                "def between(value, low, high):\n"
+                "    if low <= value <= high:\n        return True\n"
+                "    return ValidationError(between, {'value': value})\n"
+            )
+        },
+        {
+            "test_check.py": (
+                "import check\n\n\n"
+                "def test_a_returned_error():\n"
+                "    result = check.between(3, 4, 5)\n"
+                "    assert not result\n"
+                "    assert len(result) == 2\n"
+                "    assert repr(result) == 'ValidationError(func=between)'\n"
+                "    assert result.value == 3\n"
+                "    assert check.between(4, 4, 5) is True\n"
+            )
+        },
+    )
+
+
+def test_a_workspace_abc_counts_the_tests_objects_by_its_own_hook(
+    task: SimpleNamespace,
+) -> None:
+    # glom's _AbstractIterable: ABCMeta with a __subclasshook__ that takes any class
+    # with __iter__.  Asked in the judge about the test's own objects, the stand-in
+    # class answered from its MRO alone.
+    _both_pass(
+        task,
+        {
+            "kinds.py": (
+                "import enum\nfrom abc import ABCMeta\n\n\n"
+                "class AbstractIterable(metaclass=ABCMeta):\n"
+                "    @classmethod\n    def __subclasshook__(cls, other):\n"
+                "        if other in (str, bytes):\n            return False\n"
+                "        return callable(getattr(other, '__iter__', None))\n\n\n"
+                "class Color(enum.Enum):\n    RED = 1\n"
+            )
+        },
+        {
+            "test_kinds.py": (
+                "import kinds\n\n\n"
+                "class Mine:\n    def __iter__(self):\n        return iter([1])\n\n\n"
+                "def test_the_hook_decides():\n"
+                "    assert isinstance([], kinds.AbstractIterable)\n"
+                "    assert isinstance(Mine(), kinds.AbstractIterable)\n"
+                "    assert not isinstance('text', kinds.AbstractIterable)\n"
+                "    assert not isinstance(3, kinds.AbstractIterable)\n"
+                "    assert not isinstance(3, kinds.Color)\n"
+                "    assert isinstance(kinds.Color.RED, kinds.Color)\n"
+            )
+        },
+    )
+
+
+def test_a_getter_class_that_arrives_by_name_reaches_nothing_the_policy_refuses(
+    task: SimpleNamespace,
+) -> None:
+    # operator.attrgetter crosses as the subject's own class: what it reads of a judge
+    # object is a request, and the judge refuses __globals__ as it refuses a plain
+    # getattr.  In one process the workspace would read the test module's globals.
+    _write(
+        task.ws,
+        {
+            "peek.py": (
+                "def reads_globals(getter_class, target):\n"
+                "    return 'SECRET_NAME' in getter_class('__globals__')(target)\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_peek.py": (
+                "import operator\n\nimport peek\n\nSECRET_NAME = 1\n\n\n"
+                "def helper():\n    pass\n\n\n"
+                "def test_peek():\n"
+                "    assert peek.reads_globals(operator.attrgetter, helper) is True\n"
+            )
+        },
+    )
+    verdict = run_hidden_tests(task.ws, task.hidden, isolation="process", timeout=60)
+    assert not verdict.passed, verdict.reason
+    assert verdict.inconclusive, verdict.reason
+    assert "__globals__" in verdict.reason, verdict.reason
 
 
 def test_a_tests_datetime_subclass_keeps_its_own_classmethods_in_workspace_code(
