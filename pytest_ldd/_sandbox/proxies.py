@@ -432,7 +432,8 @@ class JudgePolicy:
       type nor one of a closed module (so ``type(f)(code, globals)`` cannot be
       built in the judge);
     - no attribute of a class, a module or a test class's instance is set, and no
-      dunder attribute outside a function's name and docs.
+      dunder attribute outside a function's name and docs, or one only a function's
+      own namespace can hold (click's ``__click_params__``; never pytest's).
 
     A refusal is an :class:`IsolationError`: a limit of the isolation, which makes the
     verdict inconclusive, never a failure of the workspace.
@@ -631,6 +632,8 @@ class JudgePolicy:
     @staticmethod
     def _check_name(op: str, obj: Any, name: str) -> None:
         dunder = name.startswith("__") and name.endswith("__")
+        if dunder and _own_dunder(obj, name):
+            return
         if name.startswith("_ldd_") or (dunder and name not in _READABLE):
             msg = f"isolation='process' does not let workspace code read {name} of a judge object"
             raise IsolationError(msg)
@@ -646,6 +649,29 @@ class JudgePolicy:
                 f" {type(obj).__qualname__} in the judge; use isolation='inprocess'"
             )
             raise IsolationError(msg)
+
+
+# Names a function's own namespace may hold that the judge's machinery reads: pytest's
+# collection (``__test__``, ``__pytest_wrapped__``) and ``copy``, which looks for its
+# hooks on the object itself.
+_MACHINERY_DUNDERS = frozenset({"__test__", "__copy__", "__deepcopy__"})
+
+
+def _own_dunder(obj: Any, name: str) -> bool:
+    """Whether ``name`` is a dunder only a judge function's own namespace can hold.
+
+    click's decorators, applied in the tests, keep their parameters in
+    ``f.__click_params__``: a name no function type defines (so never ``__globals__``,
+    ``__code__`` or ``__reduce_ex__``) is the function's data, read and written like
+    any other attribute of it.
+    """
+    return (
+        type(obj) is types.FunctionType
+        and not hasattr(types.FunctionType, name)
+        and name not in _MACHINERY_DUNDERS
+        and not name.startswith("__pytest")
+        and not name.startswith("__ldd")
+    )
 
 
 # -- the connection ------------------------------------------------------------------

@@ -3190,6 +3190,69 @@ def test_a_workspace_abc_counts_the_tests_objects_by_its_own_hook(
     )
 
 
+def _judge_function() -> None:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("op", "target", "name", "allowed"),
+    [
+        ("setattr", _judge_function, "__click_params__", True),
+        ("getattr", _judge_function, "__click_params__", True),
+        ("setattr", _judge_function, "__test__", False),
+        ("setattr", _judge_function, "__pytest_wrapped__", False),
+        ("setattr", _judge_function, "__deepcopy__", False),
+        ("getattr", _judge_function, "__globals__", False),
+        ("setattr", _judge_function, "__code__", False),
+        ("getattr", _judge_function, "__reduce_ex__", False),
+        ("setattr", SimpleNamespace, "__click_params__", False),
+        ("setattr", SimpleNamespace(), "__click_params__", False),
+    ],
+)
+def test_only_a_functions_own_dunders_are_the_workspaces_to_read_and_write(
+    op: str, target: Any, name: str, allowed: bool
+) -> None:
+    policy = proxies.JudgePolicy()
+    if allowed:
+        policy.check_op(op, (target, name, None) if op == "setattr" else (target, name))
+    else:
+        with pytest.raises(proxies.IsolationError):
+            policy.check_op(op, (target, name, None) if op == "setattr" else (target, name))
+
+
+def test_a_workspace_decorator_keeps_its_parameters_on_a_tests_function(
+    task: SimpleNamespace,
+) -> None:
+    # click's @option, applied in the tests, appends to f.__click_params__: refused, it
+    # made 904 of click's tests inconclusive in process isolation.
+    _both_pass(
+        task,
+        {
+            "deco.py": (
+                "def option(name):\n"
+                "    def mark(f):\n"
+                "        if not hasattr(f, '__params__'):\n"
+                "            f.__params__ = []\n"
+                "        f.__params__.append(name)\n"
+                "        return f\n"
+                "    return mark\n\n\n"
+                "def params(f):\n    return list(f.__params__)\n"
+            )
+        },
+        {
+            "test_deco.py": (
+                "import deco\n\n\n"
+                "def test_decorated():\n"
+                "    @deco.option('--a')\n"
+                "    @deco.option('--b')\n"
+                "    def cli():\n        pass\n\n"
+                "    assert deco.params(cli) == ['--b', '--a']\n"
+                "    assert cli.__params__ == ['--b', '--a']\n"
+            )
+        },
+    )
+
+
 def test_a_getter_class_that_arrives_by_name_reaches_nothing_the_policy_refuses(
     task: SimpleNamespace,
 ) -> None:
