@@ -56,6 +56,14 @@ import time
 from pytest_ldd.plugin import recorder
 from pytest_ldd.store.files import appender
 
+if "{action}" == "interrupt":
+    # Ctrl-C as a terminal session has it, whatever this process inherited from the
+    # one that started it (a SIGINT ignored or blocked there stays so across exec,
+    # and then the interruption this test sends itself would never arrive).
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {{signal.SIGINT}})
+    if not callable(signal.getsignal(signal.SIGINT)):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
 def act():
     if "{action}" == "interrupt":
         os.kill(os.getpid(), signal.SIGINT)
