@@ -78,8 +78,9 @@ NO_ITER, NO_CONTAINS, NO_REVERSED = 32, 64, 128
 # does not fall back to another (``__iter__ = None`` beside ``__getitem__``: not
 # iterable).  The stand-in sets it to None too.
 REFUSED = ((NO_ITER, "__iter__"), (NO_CONTAINS, "__contains__"), (NO_REVERSED, "__reversed__"))
-_FLAGS = HASHABLE | EXCEPTION | METACLASS | OWN_DOC | ITER_SELF | NO_ITER | NO_CONTAINS
-_FLAGS |= NO_REVERSED
+_FLAGS = (
+    HASHABLE | EXCEPTION | METACLASS | OWN_DOC | ITER_SELF | NO_ITER | NO_CONTAINS | NO_REVERSED
+)
 _NAME_CHARS = 200
 _DOC_CHARS = 20_000
 _MAX_FIELDS = 1000

@@ -531,7 +531,9 @@ class JudgePolicy:
     def refusal(self, obj: Any) -> str | None:
         """Why ``obj`` may not cross, or None."""
         if handles.named_stdlib(obj) is not None:
-            return None  # the subject's own of that name arrives (a module, a class)
+            # The subject's own of that name arrives (a module, a class, getattr()):
+            # asked of a judge object there, it makes requests the judge answers or refuses.
+            return None
         if isinstance(obj, type):
             return self._class_refusal(obj)
         cls = type(obj)
@@ -575,12 +577,9 @@ class JudgePolicy:
             if isinstance(owner, types.ModuleType):
                 module = owner.__name__
                 if module == "builtins":
-                    # getattr() and hasattr() cross by name, as the subject's own: asked of
-                    # a judge object there, they are requests the judge answers or refuses.
+                    # (getattr() and the others named in handles crossed by name above.)
                     short = function.__name__
-                    if short in _OPEN_BUILTINS or handles.named_stdlib(function) is not None:
-                        return None
-                    return f"the builtin {short}()"
+                    return None if short in _OPEN_BUILTINS else f"the builtin {short}()"
             elif isinstance(owner, type) and function.__name__ in _REFLECTIVE_METHODS:
                 return f"the method {name}"
             else:

@@ -793,22 +793,21 @@ class Drains:
 
 
 def _stand_in(obj: Any) -> bool:
-    """Whether ``obj`` is a stand-in of the other side's object or class."""
-    return (
-        isinstance(obj, RemoteMeta)
-        or isinstance(type(obj), RemoteMeta)
-        or hasattr(type(obj), "_ldd_mro")
-    )
+    """Whether ``obj`` is a stand-in of the other side's object or class.
+
+    Every stand-in's type has an ``_ldd_mro``, RemoteMeta (a stand-in class's) too.
+    """
+    return hasattr(type(obj), "_ldd_mro")
 
 
-def _checked_at_owner(cls: Any, op: str, obj: Any) -> bool:
+def _checked_at_owner(cls: Any, obj: Any) -> bool:
     """``isinstance`` of this side's ``obj`` as the owner of ``cls`` answers.
 
     What the isolation cannot carry, or an owner that is gone, answers False (a limit
     that was met is noted for the running test, as for any request).
     """
     try:
-        return bool(type.__getattribute__(cls, "_ldd_link").request(op, cls, obj))
+        return bool(type.__getattribute__(cls, "_ldd_link").request("instancecheck", cls, obj))
     except Exception:
         return False
 
@@ -862,7 +861,7 @@ class RemoteMeta(type):
             return True
         if type(cls)._ldd_checks_at_owner and not _stand_in(obj):
             # glom's _AbstractIterable counts a test's class with __iter__ by its hook.
-            return _checked_at_owner(cls, "instancecheck", obj)
+            return _checked_at_owner(cls, obj)
         return False
 
     def __subclasscheck__(cls, other: Any) -> bool:
