@@ -24,6 +24,7 @@ the standard library.
 from __future__ import annotations
 
 import builtins
+import enum
 import importlib
 import sys
 import types
@@ -74,12 +75,23 @@ ORDERINGS = ("__lt__", "__le__", "__gt__", "__ge__")
 # Class record flags.
 HASHABLE, EXCEPTION, METACLASS, OWN_DOC, ITER_SELF = 1, 2, 4, 8, 16
 NO_ITER, NO_CONTAINS, NO_REVERSED = 32, 64, 128
+# An enum class (not a value mirror's: an IntEnum is an int): its members' stand-ins
+# claim an enum class, so that ``isinstance(member, enum.Enum)`` holds on either side.
+ENUM = 256
 # A special method the class sets to None: the operation is not available, and Python
 # does not fall back to another (``__iter__ = None`` beside ``__getitem__``: not
 # iterable).  The stand-in sets it to None too.
 REFUSED = ((NO_ITER, "__iter__"), (NO_CONTAINS, "__contains__"), (NO_REVERSED, "__reversed__"))
 _FLAGS = (
-    HASHABLE | EXCEPTION | METACLASS | OWN_DOC | ITER_SELF | NO_ITER | NO_CONTAINS | NO_REVERSED
+    HASHABLE
+    | EXCEPTION
+    | METACLASS
+    | OWN_DOC
+    | ITER_SELF
+    | NO_ITER
+    | NO_CONTAINS
+    | NO_REVERSED
+    | ENUM
 )
 _NAME_CHARS = 200
 _DOC_CHARS = 20_000
@@ -219,6 +231,8 @@ def class_record(klass: type) -> tuple[Any, ...]:
         flags |= EXCEPTION
     if type.__subclasscheck__(type, klass):
         flags |= METACLASS
+    if type.__subclasscheck__(enum.Enum, klass):
+        flags |= ENUM
     for flag, refused in REFUSED:
         if _refused(klass, refused):
             flags |= flag
@@ -696,10 +710,9 @@ def named_stdlib(obj: Any) -> tuple[Any, ...] | None:
     ``(module, class qualname, value)`` for an enum member (composite flags
     included), ``(module, qualname)`` for a sentinel; None for anything else.
     """
-    import enum
-
     cls = type(obj)
-    if isinstance(obj, enum.Enum):
+    # By type: a stand-in claims an enum class as its __class__, and is not a member here.
+    if type.__subclasscheck__(enum.Enum, cls):
         module, qualname = cls.__module__, cls.__qualname__
         if _lookup(module, qualname, may_import=False) is not cls:
             return None
@@ -733,8 +746,6 @@ def resolve_named(name: Any, *, may_import: bool) -> Any:
     A name that leads anywhere else -- a class, a module, a function but the pure ones
     listed -- resolves to None: only inert values may be named.
     """
-    import enum
-
     if type(name) is not tuple or len(name) not in (2, 3):
         return None
     module, qualname = name[:2]

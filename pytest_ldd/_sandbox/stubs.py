@@ -31,6 +31,7 @@ import builtins
 import collections
 import contextlib
 import copy
+import enum
 import functools
 import importlib
 import keyword
@@ -611,6 +612,19 @@ _CLAIMED_STDLIB = {("typing", "TypeVar"): typing.TypeVar}
 
 def _claims(cls: type) -> property:
     return property(lambda self: cls)
+
+
+def _enum_shadow(record: handles.ClassRecord) -> type:
+    """An empty enum class named like the remote one, for its members' ``__class__``.
+
+    ``isinstance(member, enum.Enum)`` then holds (pytest's parameter ids are an
+    enum member's ``str()``), and ``issubclass`` of it still finds the stand-in's
+    classes through ``_ldd_mro``.
+    """
+    make: Any = enum.Enum  # its functional form, with a name known at run time
+    shadow: type = make(record.name, (), module=record.module, qualname=record.qualname)
+    type.__setattr__(shadow, "_ldd_mro", record.mro)
+    return shadow
 
 
 _NATIVE_METHODS = {"tzinfo": ("utcoffset", "dst", "tzname", "fromutc")}
@@ -1212,6 +1226,8 @@ class StandIns:
             type.__setattr__(shadow, "__qualname__", record.qualname)
             type.__setattr__(shadow, "__module__", record.module)
             namespace["__class__"] = _claims(shadow)
+        elif record.flags & handles.ENUM:
+            namespace["__class__"] = _claims(_enum_shadow(record))
         namespace["__slots__"] = ()
         # The weak references here are this side's table's, not the object's own.
         namespace["__weakref__"] = _remote_attribute("__weakref__")

@@ -3156,6 +3156,47 @@ def test_an_exception_returned_as_a_value_keeps_its_truth_and_its_repr(
     )
 
 
+def test_a_workspace_enum_member_is_an_enum_and_names_its_parameter_as_in_one_process(
+    task: SimpleNamespace,
+) -> None:
+    # click parametrizes with members of its own enums: pytest names a parameter by
+    # str() only for an enum.Enum, and a stand-in that was none got ids like "c0".
+    _write(
+        task.ws,
+        {
+            "colors.py": (
+                "import enum\n\n\n"
+                "class Color(enum.Enum):\n    RED = 1\n    GREEN = 'g'\n\n\n"
+                "class Perm(enum.Flag):\n    R = 4\n    W = 2\n\n\n"
+                "def name_of(member):\n    return member.name\n"
+            )
+        },
+    )
+    _write(
+        task.hidden,
+        {
+            "test_colors.py": (
+                "import enum\nimport pytest\nfrom colors import Color, Perm, name_of\n\n\n"
+                "@pytest.mark.parametrize('member', [Color.RED, Color.GREEN, Perm.R])\n"
+                "def test_member(member):\n"
+                "    assert isinstance(member, enum.Enum)\n"
+                "    assert isinstance(member, type(member))\n"
+                "    assert name_of(member) == member.name\n\n\n"
+                "def test_members():\n"
+                "    assert list(Color) == [Color.RED, Color.GREEN]\n"
+                "    assert Color('g') is Color.GREEN\n"
+                "    assert type(Color.RED) is Color and isinstance(Color.RED, Color)\n"
+                "    assert issubclass(Color.RED.__class__, Color)\n"
+            )
+        },
+    )
+    plain, process = _as_plain_or_inconclusive(task)
+    assert plain.passed, plain.reason
+    assert process.passed, process.reason
+    ids = {"test_colors.py::test_member[Color.RED]", "test_colors.py::test_member[Perm.R]"}
+    assert ids <= set(process.outcomes), sorted(process.outcomes)
+
+
 def test_a_workspace_abc_counts_the_tests_objects_by_its_own_hook(
     task: SimpleNamespace,
 ) -> None:
