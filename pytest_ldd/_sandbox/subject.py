@@ -37,6 +37,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from pytest_ldd._sandbox import calls, handles, rng, stubs, wire
 else:
     wire = sys.modules.get("_ldd_wire") or importlib.import_module("pytest_ldd._sandbox.wire")
@@ -353,9 +355,15 @@ class Printed:
     def __init__(self, peer: Any, stream: int) -> None:
         self._peer = peer
         self._stream = stream
+        #: What a text stream's ``buffer`` is: bytes written there arrive as text.
+        self.buffer = PrintedBytes(self)
 
-    def write(self, text: str) -> int:
-        text = str(text)
+    def write(self, text: object) -> int:
+        if not isinstance(text, str):
+            # As a text stream refuses them: click tries ``write(b"")`` to tell a binary
+            # stream, and then writes its bytes to ``buffer``.
+            msg = f"write() argument must be str, not {type(text).__name__}"
+            raise TypeError(msg)
         pending = sum(len(t) for s, t in self._peer.outbox if s in (1, 2))
         if pending + len(text) > _FLUSH_CHARS:
             os.write(2, text.encode("utf-8", "replace"))
@@ -371,6 +379,31 @@ class Printed:
 
     def fileno(self) -> int:
         return 2
+
+    def writable(self) -> bool:
+        return True
+
+
+class PrintedBytes:
+    """The ``buffer`` of :class:`Printed`: bytes, decoded as UTF-8, written as its text."""
+
+    def __init__(self, text: Printed) -> None:
+        import codecs
+
+        self._text = text
+        # A character split across two writes is decoded whole.
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def write(self, data: Any) -> int:
+        size = len(memoryview(data).cast("B"))  # a TypeError for what is not bytes-like
+        self._text.write(self._decoder.decode(bytes(data)))
+        return size
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
 
     def writable(self) -> bool:
         return True
@@ -400,9 +433,34 @@ def _forward_warnings(peer: Any) -> None:
         line: str | None = None,
     ) -> None:
         if not _full(peer.outbox, 3, _MAX_WARNINGS):
-            peer.outbox.append((3, (category, str(message), str(filename), int(lineno))))
+            where = str(filename), int(lineno)
+            if where[0].startswith("<ldd-"):
+                past = _frames_past_workspace(where)
+                where = (wire.WARNED_AT_CALLER, past) if past else where
+            peer.outbox.append((3, (category, str(message), *where)))
 
     warnings.showwarning = showwarning
+
+
+def _frames_past_workspace(where: tuple[str, int]) -> int:
+    """How many frames past the workspace code a warning's ``stacklevel`` went, or 0.
+
+    Its callers here are the serving loop's frames (``<ldd-...>``), where in one
+    process they are the test's: ``deprecated``'s ``stacklevel=2`` names the line that
+    called the deprecated function.  Counted from the innermost serving frame outside
+    the code that warned; 0 when the warning is not in those frames.
+    """
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code.co_filename.startswith("<ldd-"):
+        frame = frame.f_back  # this module's own, and whatever called showwarning
+    while frame is not None and not frame.f_code.co_filename.startswith("<ldd-"):
+        frame = frame.f_back  # the code that warned, and its callers in the workspace
+    past = 1
+    while frame is not None and frame.f_code.co_filename.startswith("<ldd-"):
+        if (frame.f_code.co_filename, frame.f_lineno) == where:
+            return past
+        frame, past = frame.f_back, past + 1
+    return 0
 
 
 _MAX_RECORDS = 10_000

@@ -29,6 +29,8 @@ import weakref
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from pytest_ldd._sandbox import rng, wire
     from pytest_ldd._sandbox.proxies import Connection
 else:
@@ -321,5 +323,29 @@ def printed(stream: int, payload: Any) -> None:
     if type(text) is not str or type(filename) is not str or type(lineno) is not int:
         msg = "a malformed warning"
         raise wire.WireError(msg)
+    if filename == wire.WARNED_AT_CALLER:
+        filename, lineno = _caller(lineno)
     # Made here, as data: calling a mirrored class would construct at its owner.
     warnings.warn_explicit(type.__call__(category, text), category, filename, lineno)
+
+
+def _caller(past: int) -> tuple[str, int]:
+    """The file and line ``past`` frames out from the code that called into the subject.
+
+    The call is being served while the warning arrives: below this frame are the
+    sandbox's own, then the test's (or the library's) frame that made the call.
+    """
+    frame: FrameType | None = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith(_MACHINERY):
+        frame = frame.f_back
+    for _ in range(past - 1):
+        if frame is None:
+            break
+        frame = frame.f_back
+    if frame is None:
+        return "sys", 1  # what warnings names when a stacklevel goes past the stack
+    return frame.f_code.co_filename, frame.f_lineno
+
+
+# The judge's modules that carry a call into the subject and its answer back.
+_MACHINERY = ("_ldd_", "pytest_ldd._sandbox.")

@@ -72,6 +72,10 @@ from typing import Any
 __all__ = ["MAX_BYTES", "MAX_DEPTH", "SPIN_S", "CannotCross", "Decoder", "Encoder", "WireError"]
 
 MAX_BYTES = 32 * 1024 * 1024
+#: A warning's file when its ``stacklevel`` reached past the workspace code into the
+#: subject's serving loop: the line is then how many frames past it (1: the caller), to
+#: be found among the judge's callers, where the call came from (see ``sync.printed``).
+WARNED_AT_CALLER = "<ldd-caller>"
 MAX_DEPTH = 100
 # How long a side retries a read before it blocks (see Peer: "Waiting").
 SPIN_S = 200e-6

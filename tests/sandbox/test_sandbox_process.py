@@ -3197,6 +3197,93 @@ def test_a_workspace_enum_member_is_an_enum_and_names_its_parameter_as_in_one_pr
     assert ids <= set(process.outcomes), sorted(process.outcomes)
 
 
+def test_bytes_written_to_standard_output_reach_the_tests_capture_as_text(
+    task: SimpleNamespace,
+) -> None:
+    # click.echo asks whether sys.stdout takes bytes (write(b"")), then writes bytes to
+    # sys.stdout.buffer; the subject's stream took anything and printed "b'...'".
+    _both_pass(
+        task,
+        {
+            "echo.py": (
+                "import sys\n\n\n"
+                "def binary(stream):\n"
+                "    try:\n        stream.write(b'')\n    except TypeError:\n"
+                "        return stream.buffer\n    return stream\n\n\n"
+                "def echo(text, err=False):\n"
+                "    out = binary(sys.stderr if err else sys.stdout)\n"
+                "    data = text.encode('utf-8')\n"
+                "    out.write(data[:1])\n    out.write(data[1:])\n    out.flush()\n\n\n"
+                "def mixed():\n"
+                "    print('a')\n    sys.stdout.buffer.write(b'b\\n')\n    print('c')\n"
+                "    return sys.stdout.buffer.write(bytearray(b'')), sys.stdout.buffer.isatty()\n"
+            )
+        },
+        {
+            "test_echo.py": (
+                "import echo\n\n\n"
+                "def test_bytes(capsys):\n"
+                "    echo.echo('\u00e9t\u00e9\\n')\n"
+                "    echo.echo('oops\\n', err=True)\n"
+                "    assert capsys.readouterr() == ('\u00e9t\u00e9\\n', 'oops\\n')\n\n\n"
+                "def test_mixed(capsys):\n"
+                "    assert echo.mixed() == (0, False)\n"
+                "    assert capsys.readouterr().out == 'a\\nb\\nc\\n'\n"
+            )
+        },
+    )
+
+
+def test_a_warnings_stacklevel_names_the_tests_line_that_called_as_in_one_process(
+    task: SimpleNamespace,
+) -> None:
+    # deprecated's decorator warns with stacklevel=2 (+ extra): the line named was the
+    # subject's serving loop's, and its suite's stacklevel tests failed unexplained.
+    _both_pass(
+        task,
+        {
+            "old.py": (
+                "import functools\nimport warnings\n\n\n"
+                "def deprecated(extra=0):\n"
+                "    def decorate(func):\n"
+                "        @functools.wraps(func)\n"
+                "        def wrapper(*args, **kwargs):\n"
+                "            warnings.warn('old', DeprecationWarning, stacklevel=2 + extra)\n"
+                "            return func(*args, **kwargs)\n"
+                "        return wrapper\n"
+                "    return decorate\n\n\n"
+                "def here():\n    warnings.warn('here', UserWarning)\n"
+            )
+        },
+        {
+            "test_old.py": (
+                "import inspect\nimport warnings\nimport old\n\n\n"
+                "def _caught(call):\n"
+                "    with warnings.catch_warnings(record=True) as caught:\n"
+                "        warnings.simplefilter('always')\n"
+                "        call()\n"
+                "    return caught[0]\n\n\n"
+                "def test_the_caller():\n"
+                "    @old.deprecated()\n    def foo():\n        pass\n\n"
+                "    def use_foo():\n        foo()\n\n"
+                "    warn = _caught(use_foo)\n"
+                "    assert (warn.filename, warn.lineno) == "
+                "(__file__, inspect.getsourcelines(use_foo)[1] + 1)\n\n\n"
+                "def test_the_callers_caller():\n"
+                "    @old.deprecated(extra=1)\n    def foo():\n        pass\n\n"
+                "    def use_foo():\n        foo()\n\n"
+                "    def demo():\n        use_foo()\n\n"
+                "    warn = _caught(demo)\n"
+                "    assert (warn.filename, warn.lineno) == "
+                "(__file__, inspect.getsourcelines(demo)[1] + 1)\n\n\n"
+                "def test_the_workspaces_own_line():\n"
+                "    warn = _caught(old.here)\n"
+                "    assert warn.filename == old.__file__ and warn.category is UserWarning\n"
+            )
+        },
+    )
+
+
 def test_a_workspace_abc_counts_the_tests_objects_by_its_own_hook(
     task: SimpleNamespace,
 ) -> None:
