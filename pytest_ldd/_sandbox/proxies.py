@@ -701,6 +701,14 @@ def _is_hello(payload: Any) -> bool:
     )
 
 
+def _working_folder() -> str | None:
+    """``os.getcwd()``, or None where the folder was removed under the process."""
+    try:
+        return os.getcwd()
+    except OSError:
+        return None
+
+
 class Connection:
     """The judge's end of the conversation with one subject process."""
 
@@ -738,6 +746,9 @@ class Connection:
         self.environment = sync.EnvironmentSync(self)
         self.logging = sync.LoggingSync(self)
         self.told_argv: tuple[Any, list[str]] = (None, [])
+        # The working folder the subject was last told of: the judge's at the start,
+        # which the subject shares (both start in the run's working folder).
+        self.told_cwd = _working_folder()
         # sys.stdin as the running test found it (see isolation_guard), else None.
         self.stdin: Any = None
         self.tzset = False  # the tests called time.tzset() since the last message
@@ -965,6 +976,7 @@ class Connection:
         self.environment.before_send()
         self.logging.before_send()
         self._sync_argv()
+        self._sync_cwd()
         if self.tzset:  # after the environment: TZ first, then time.tzset()
             self.tzset = False
             self.peer.outbox.append((14, 0))
@@ -978,6 +990,13 @@ class Connection:
         if type(argv) is list and all(type(arg) is str for arg in argv):
             self.told_argv = (argv, list(argv))
             self.peer.outbox.append((13, list(argv)))
+
+    def _sync_cwd(self) -> None:
+        """The working folder as the tests set it (``monkeypatch.chdir``), in the subject too."""
+        now = _working_folder()
+        if now is not None and now != self.told_cwd:
+            self.told_cwd = now
+            self.peer.outbox.append((15, now))
 
     def _raised(self, exc: BaseException) -> BaseException:
         """An exception the subject reported, before the test sees it."""

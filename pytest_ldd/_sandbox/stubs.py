@@ -486,6 +486,15 @@ def _copies(made: type) -> type:
     return made
 
 
+def _namespace_get(self: Any, key: Any, default: Any = None) -> Any:
+    # A class namespace's get(): its default stays here (monkeypatch passes its own
+    # ``notset`` sentinel, pytest's machinery, which may not cross); the item is asked.
+    try:
+        return self[key]
+    except KeyError:
+        return default
+
+
 def _own_hint(self: Any) -> Any:
     # The remote type has no __length_hint__: neither has the object, in effect.
     _link(self).drains.hinted(self, asked=False)
@@ -1217,6 +1226,8 @@ class StandIns:
             namespace["__iter__"] = _iter_self
         if record.module == "builtins" and record.qualname in _CLAIMED:
             namespace["__class__"] = _claims(_CLAIMED[record.qualname])
+            if record.qualname == "mappingproxy":
+                namespace["get"] = _namespace_get
         elif (record.module, record.qualname) in _CLAIMED_STDLIB:
             namespace["__class__"] = _claims(_CLAIMED_STDLIB[record.module, record.qualname])
         elif record.container is not None:

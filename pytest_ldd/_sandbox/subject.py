@@ -232,6 +232,8 @@ class Subject:
         elif stream == 13:  # the tests set sys.argv (a CLI's main() reads it)
             if all(type(arg) is str for arg in payload):
                 sys.argv = list(payload)
+        elif stream == 15:  # the tests changed the working folder
+            self._enter(payload)
         elif stream == 14:  # the tests called time.tzset() (after setting TZ)
             import time
 
@@ -246,6 +248,15 @@ class Subject:
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+    def _enter(self, folder: str) -> None:
+        try:
+            os.chdir(folder)
+        except OSError as exc:
+            self.note(
+                f"the tests changed the working folder to {folder!r}, which workspace code"
+                f" could not enter in the subject process ({exc.strerror or exc})"
+            )
 
     # -- what stand-ins of judge objects ask -------------------------------------------
     def request(self, op: str, *args: Any) -> Any:

@@ -1235,7 +1235,8 @@ class Peer:
         logged = stream in (11, 12) and type(payload) is dict
         argv = stream == 13 and type(payload) is list  # the judge's sys.argv
         tzset = stream == 14 and payload == 0 and type(payload) is int  # time.tzset()
-        said = (environment, logged, argv, tzset)
+        folder = stream == 15 and type(payload) is str  # the judge's working folder
+        said = (environment, logged, argv, tzset, folder)
         if not (printed or warned or changed or state or forget or any(said)):
             msg = f"a malformed output message: {message!r:.100}"
             raise WireError(msg)

@@ -3284,6 +3284,72 @@ def test_a_warnings_stacklevel_names_the_tests_line_that_called_as_in_one_proces
     )
 
 
+def test_the_working_folder_the_tests_enter_is_the_workspaces_too(
+    task: SimpleNamespace,
+) -> None:
+    # click's Path tests (and many suites) monkeypatch.chdir(tmp_path) and hand the
+    # workspace relative paths: the subject stayed in the run's folder.
+    _both_pass(
+        task,
+        {
+            "where.py": (
+                "import os\nimport pathlib\n\n\n"
+                "def cwd():\n    return os.getcwd()\n\n\n"
+                "def text(path):\n    return pathlib.Path(path).read_text()\n"
+            )
+        },
+        {
+            "test_where.py": (
+                "import os\nimport where\n\nSTART = os.getcwd()\n\n\n"
+                "def test_entered(tmp_path, monkeypatch):\n"
+                "    monkeypatch.chdir(tmp_path)\n"
+                "    (tmp_path / 'f.txt').write_text('x')\n"
+                "    assert where.text('f.txt') == 'x'\n"
+                "    assert where.cwd() == str(tmp_path)\n"
+                "    (tmp_path / 'sub').mkdir()\n"
+                "    os.chdir('sub')\n"
+                "    assert where.cwd() == str(tmp_path / 'sub')\n\n\n"
+                "def test_left_again():\n"
+                "    assert where.cwd() == os.getcwd() == START\n"
+            )
+        },
+    )
+
+
+def test_a_method_the_tests_patch_on_a_workspace_class_is_called_by_workspace_code(
+    task: SimpleNamespace,
+) -> None:
+    # monkeypatch.setattr(Class, name, value) reads Class.__dict__.get(name, notset):
+    # the sentinel, pytest's own, crossed with the call and made the test inconclusive.
+    _both_pass(
+        task,
+        {
+            "box.py": (
+                "class Box:\n"
+                "    def __init__(self, value):\n        self.value = value\n\n"
+                "    def get(self):\n        return self.value\n\n"
+                "    def twice(self):\n        return self.get() * 2\n"
+            )
+        },
+        {
+            "test_box.py": (
+                "from unittest import mock\nfrom box import Box\n\n\n"
+                "def test_monkeypatched(monkeypatch):\n"
+                "    monkeypatch.setattr(Box, 'get', lambda self: 21)\n"
+                "    assert Box(1).twice() == 42\n\n\n"
+                "def test_restored():\n    assert Box(2).twice() == 4\n\n\n"
+                "def test_mocked():\n"
+                "    with mock.patch.object(Box, 'get', return_value=5) as get:\n"
+                "        assert Box(1).twice() == 10\n"
+                "    assert get.call_count == 1 and Box(3).twice() == 6\n\n\n"
+                "def test_namespace():\n"
+                "    assert Box.__dict__.get('nothing', 'gone') == 'gone'\n"
+                "    assert Box.__dict__.get('get') is not None\n"
+            )
+        },
+    )
+
+
 def test_a_workspace_abc_counts_the_tests_objects_by_its_own_hook(
     task: SimpleNamespace,
 ) -> None:
