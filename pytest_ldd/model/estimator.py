@@ -91,8 +91,10 @@ class MeanHistoryEstimator:
 
     - ``"empty"``: no value, no prediction;
     - ``"mean"``: only finite values, predicted as their mean, summed as
-      ``fsum(v / n)`` so that no intermediate sum overflows (three values of
-      ``1e308`` predict ``1e308``);
+      ``fsum(v / n)`` (halves of those terms where, rounded, they sum past the
+      largest float: three values of ``sys.float_info.max``) and kept between the
+      least and the greatest value, so it is finite (three values of ``1e308``
+      predict ``1e308``);
     - ``"+inf"`` / ``"-inf"``: an infinite value (of one sign) dominates the mean,
       which is that infinity;
     - ``"+inf and -inf"``: the mean is undefined, so there is no prediction (and no
@@ -119,11 +121,25 @@ class MeanHistoryEstimator:
             return Prediction(None, 0.0)
         n = len(recent)
         if reading == MEAN:
-            # Each term is at most max-float / n: the exact sum fsum rounds stays finite.
-            mean = math.fsum(value / n for value in recent)
+            mean = _finite_mean(recent)
         else:
             mean = math.inf if reading == PLUS_INFINITY else -math.inf
         return Prediction(mean, min(1.0, math.log1p(n) / _LN_11))
+
+
+def _finite_mean(values: Sequence[float]) -> float:
+    """The mean of finite ``values``, finite and between their least and greatest.
+
+    Each term ``value / n`` is at most max-float / n, yet terms rounded up can sum
+    past max-float (three times max-float makes fsum overflow): then the halves are
+    summed and doubled, and rounding is kept within the values either way.
+    """
+    n = len(values)
+    try:
+        mean = math.fsum(value / n for value in values)
+    except OverflowError:
+        mean = 2.0 * math.fsum(value / (2 * n) for value in values)
+    return min(max(mean, min(values)), max(values))
 
 
 def _reading(values: Sequence[float]) -> str:
@@ -158,8 +174,7 @@ def _history(context: object) -> list[float]:
         value = _real(item)
         if value is None or math.isnan(value):
             msg = (
-                f"MeanHistoryEstimator {field!r}[{index}] must be a number, not NaN "
-                f"(got {item!r})"
+                f"MeanHistoryEstimator {field!r}[{index}] must be a number, not NaN (got {item!r})"
             )
             raise ValueError(msg)
         values.append(value)

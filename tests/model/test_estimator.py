@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import sys
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from pytest_ldd.model.estimator import (
@@ -158,6 +159,9 @@ def test_an_infinity_outside_the_window_is_forgotten() -> None:
 
 
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False), min_size=1, max_size=12))
+@example([sys.float_info.max] * 3)  # its terms, rounded up, summed past max-float
+@example([-sys.float_info.max] * 5)
+@example([sys.float_info.max, -sys.float_info.max, sys.float_info.max])
 def test_the_mean_of_finite_values_is_finite_and_within_them(values: list[float]) -> None:
     value = MeanHistoryEstimator(window=12).predict(values).value
     assert value is not None
