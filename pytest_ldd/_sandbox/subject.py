@@ -353,7 +353,20 @@ class CopiedNamespace(dict):  # type: ignore[type-arg]
         return super().__ior__(other)
 
 
-class Printed:
+class _Writable:
+    """What the subject's streams answer alike: writable, never a terminal, unbuffered."""
+
+    def flush(self) -> None:
+        return None
+
+    def isatty(self) -> bool:
+        return False
+
+    def writable(self) -> bool:
+        return True
+
+
+class Printed(_Writable):
     """``sys.stdout`` / ``sys.stderr`` of the subject: text goes to the judge's test.
 
     It travels before the subject's next message; past ``_FLUSH_CHARS`` it is written
@@ -382,20 +395,11 @@ class Printed:
             self._peer.outbox.append((self._stream, text))
         return len(text)
 
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False
-
     def fileno(self) -> int:
         return 2
 
-    def writable(self) -> bool:
-        return True
 
-
-class PrintedBytes:
+class PrintedBytes(_Writable):
     """The ``buffer`` of :class:`Printed`: bytes, decoded as UTF-8, written as its text."""
 
     def __init__(self, text: Printed) -> None:
@@ -406,21 +410,14 @@ class PrintedBytes:
         self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
 
     def write(self, data: Any) -> int:
-        size = len(memoryview(data).cast("B"))  # a TypeError for what is not bytes-like
-        self._text.write(self._decoder.decode(bytes(data)))
-        return size
-
-    def flush(self) -> None:
-        return None
-
-    def isatty(self) -> bool:
-        return False
-
-    def writable(self) -> bool:
-        return True
+        view = memoryview(data).cast("B")  # a TypeError for what is not bytes-like
+        self._text.write(self._decoder.decode(view))
+        return len(view)
 
 
 _FLUSH_CHARS = 4 * 1024 * 1024
+# The file names of the subject's own code (compiled as ``<ldd-NAME>``): its serving loop.
+_OURS = "<ldd-"
 _MAX_WARNINGS = 10_000
 
 
@@ -445,7 +442,7 @@ def _forward_warnings(peer: Any) -> None:
     ) -> None:
         if not _full(peer.outbox, 3, _MAX_WARNINGS):
             where = str(filename), int(lineno)
-            if where[0].startswith("<ldd-"):
+            if where[0].startswith(_OURS):
                 past = _frames_past_workspace(where)
                 where = (wire.WARNED_AT_CALLER, past) if past else where
             peer.outbox.append((3, (category, str(message), *where)))
@@ -462,12 +459,12 @@ def _frames_past_workspace(where: tuple[str, int]) -> int:
     the code that warned; 0 when the warning is not in those frames.
     """
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code.co_filename.startswith("<ldd-"):
+    while frame is not None and frame.f_code.co_filename.startswith(_OURS):
         frame = frame.f_back  # this module's own, and whatever called showwarning
-    while frame is not None and not frame.f_code.co_filename.startswith("<ldd-"):
+    while frame is not None and not frame.f_code.co_filename.startswith(_OURS):
         frame = frame.f_back  # the code that warned, and its callers in the workspace
     past = 1
-    while frame is not None and frame.f_code.co_filename.startswith("<ldd-"):
+    while frame is not None and frame.f_code.co_filename.startswith(_OURS):
         if (frame.f_code.co_filename, frame.f_lineno) == where:
             return past
         frame, past = frame.f_back, past + 1
@@ -553,8 +550,8 @@ def _watch_reflection(subject: Subject) -> None:
 
     def _getframe(depth: int = 0) -> Any:
         frame = getframe(depth + 1)
-        ours = getframe(1).f_code.co_filename.startswith("<ldd-")
-        if not ours and frame.f_code.co_filename.startswith("<ldd-"):
+        ours = getframe(1).f_code.co_filename.startswith(_OURS)
+        if not ours and frame.f_code.co_filename.startswith(_OURS):
             subject.note(
                 "workspace code looked at the frame of its caller: in process isolation"
                 " that is the subject's serving loop, not the test"

@@ -1406,13 +1406,16 @@ def _passes_as_in_one_process(
     assert process.passed, f"{process.reason}\n{process.output_tail[-3000:]}"
 
 
-def _both_pass(task: SimpleNamespace, workspace: dict[str, str], hidden: dict[str, str]) -> None:
-    """Every hidden test passes in both isolations, as under plain pytest."""
+def _both_pass(
+    task: SimpleNamespace, workspace: dict[str, str], hidden: dict[str, str]
+) -> tuple[Verdict, Verdict]:
+    """Every hidden test passes in both isolations, as under plain pytest: the verdicts."""
     _write(task.ws, workspace)
     _write(task.hidden, hidden)
     plain, process = _as_plain_or_inconclusive(task)
     assert plain.passed, plain.reason
     assert process.passed, process.reason
+    return plain, process
 
 
 def test_a_test_that_meets_a_limit_thousands_of_times_leaves_room_for_later_ones(
@@ -1829,8 +1832,8 @@ def fake(*args):
 
 def test_datetime_subclasses_cross_as_datetimes_both_ways(task: SimpleNamespace) -> None:
     """freezegun's FakeDatetime handed to workspace code, pendulum-like ones coming back."""
-    _write(
-        task.ws,
+    _both_pass(
+        task,
         {
             "clock.py": _CLOCK,
             "when.py": (
@@ -1843,9 +1846,6 @@ def test_datetime_subclasses_cross_as_datetimes_both_ways(task: SimpleNamespace)
                 "def own():\n    return clock.fake(2020, 2, 2), clock.Days(2)\n"
             ),
         },
-    )
-    _write(
-        task.hidden,
         {
             "frozen.py": _CLOCK,
             "test_when.py": (
@@ -1867,9 +1867,6 @@ def test_datetime_subclasses_cross_as_datetimes_both_ways(task: SimpleNamespace)
             ),
         },
     )
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
 
 
 _CLI = """import argparse
@@ -3161,8 +3158,8 @@ def test_a_workspace_enum_member_is_an_enum_and_names_its_parameter_as_in_one_pr
 ) -> None:
     # click parametrizes with members of its own enums: pytest names a parameter by
     # str() only for an enum.Enum, and a stand-in that was none got ids like "c0".
-    _write(
-        task.ws,
+    _, process = _both_pass(
+        task,
         {
             "colors.py": (
                 "import enum\n\n\n"
@@ -3171,9 +3168,6 @@ def test_a_workspace_enum_member_is_an_enum_and_names_its_parameter_as_in_one_pr
                 "def name_of(member):\n    return member.name\n"
             )
         },
-    )
-    _write(
-        task.hidden,
         {
             "test_colors.py": (
                 "import enum\nimport pytest\nfrom colors import Color, Perm, name_of\n\n\n"
@@ -3190,9 +3184,6 @@ def test_a_workspace_enum_member_is_an_enum_and_names_its_parameter_as_in_one_pr
             )
         },
     )
-    plain, process = _as_plain_or_inconclusive(task)
-    assert plain.passed, plain.reason
-    assert process.passed, process.reason
     ids = {"test_colors.py::test_member[Color.RED]", "test_colors.py::test_member[Perm.R]"}
     assert ids <= set(process.outcomes), sorted(process.outcomes)
 
