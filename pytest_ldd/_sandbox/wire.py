@@ -55,6 +55,7 @@ import datetime
 import decimal
 import fractions
 import functools
+import gc
 import operator
 import os
 import pathlib
@@ -972,7 +973,13 @@ class Peer:
     the global random generator (all sent before the next message, so they reach
     the test that caused them, and in order).
     While a request waits for its answer the other side may ask requests of its own
-    (callbacks); they are served in place, nested at most ``max_nesting`` deep.
+    (callbacks); they are served in place, nested at most ``max_nesting`` deep.  A
+    request may also start inside another's wait without being asked: a finalizer
+    (``__del__``) that the collector runs there, or a signal handler.  The answer to
+    the outer request can then reach the inner one first; it is kept for the outer
+    one.  An exception that ends a wait (a signal handler's) leaves its answer to come:
+    it is dropped when it does.  A message is read whole with the cyclic collector
+    held off, so that no finalizer reads from the pipe in the middle of a message.
     ``serve(op, args)`` answers them; ``fail(exc)`` turns an exception into the error
     payload, ``raise_error(error)`` turns a received one back into an exception.
     ``wait(fd, for_write)`` may block until ``fd`` is ready (a bounded wait) or
@@ -1024,6 +1031,12 @@ class Peer:
         self._buffer = bytearray()
         self._seq = 0
         self._nesting = 0
+        # Requests of this side still waiting (the talking thread's, nested), answers
+        # that reached a request nested inside the one they answer, and the requests
+        # an exception ended before their answer came (theirs is dropped when it does).
+        self._pending: set[int] = set()
+        self._early: dict[int, tuple[Any, ...]] = {}
+        self._abandoned: set[int] = set()
         self.received = 0
         self.released: list[Any] = []
         # What to send before the next message: (1 or 2, printed text) pairs,
@@ -1070,14 +1083,23 @@ class Peer:
 
     def receive(self) -> tuple[Any, ...]:
         """Read and decode one message; it must be a tuple starting with a kind and a seq."""
-        self._fill(4)
-        (size,) = _FRAME.unpack_from(self._buffer)
-        if size > self._max_bytes:
-            msg = f"a message of {size} bytes announced, more than the limit of {self._max_bytes}"
-            raise WireError(msg)
-        self._fill(4 + size)
-        body = bytes(self._buffer[4 : 4 + size])
-        del self._buffer[: 4 + size]
+        collecting = gc.isenabled()
+        gc.disable()  # no finalizer may read from the pipe between the length and the body
+        try:
+            self._fill(4)
+            (size,) = _FRAME.unpack_from(self._buffer)
+            if size > self._max_bytes:
+                msg = (
+                    f"a message of {size} bytes announced, more than the limit of "
+                    f"{self._max_bytes}"
+                )
+                raise WireError(msg)
+            self._fill(4 + size)
+            body = bytes(self._buffer[4 : 4 + size])
+            del self._buffer[: 4 + size]
+        finally:
+            if collecting:
+                gc.enable()
         message = self.decoder.decode(body)
         if (
             type(message) is not tuple
@@ -1101,41 +1123,62 @@ class Peer:
             self._seq += 1
             released, self.released = tuple(self.released), []
             self.send(("q", seq, op, args, released))
-            # What handling the other side's output raised (a warning it forwarded,
-            # which a filter of this side turns into an error): raised once the answer
-            # is in, so that the conversation stays in step.
-            raised: Exception | None = None
-            while True:
-                message = self.receive()
-                if message[0] == "q":
-                    self.serve_one(message)
-                    continue
-                if message[0] == "o":
-                    try:
-                        self.output(message)
-                    except WireError:
-                        raise
-                    except Exception as exc:  # raised below, in step
-                        if raised is None:  # never its truth: a stand-in's is a request
-                            raised = exc
-                    continue
-                if message[1] != seq:
-                    msg = f"an answer to request {message[1]} arrived while {seq} was pending"
-                    raise WireError(msg)
-                if raised is not None:
-                    # The first thing to go wrong, as in one process: the warning that
-                    # became an error ended the call there.
-                    raise raised
-                if message[0] == "r":
-                    return message[2]
-                error = self._raise_error(message[2])
-                # Chained where it was raised, not again to what this side handles
-                # now (a test's exception passed to a workspace __exit__).
-                context = error.__context__
+            self._pending.add(seq)
+            try:
+                message = self._converse(seq)
+            except BaseException:
+                if seq not in self._pending:  # its answer came: the error is the answer's
+                    raise
+                self._pending.discard(seq)
+                self._early.pop(seq, None)
+                self._abandoned.add(seq)
+                raise
+            if message[0] == "r":
+                return message[2]
+            error = self._raise_error(message[2])
+            # Chained where it was raised, not again to what this side handles
+            # now (a test's exception passed to a workspace __exit__).
+            context = error.__context__
+            try:
+                raise error
+            finally:
+                error.__context__ = context
+
+    def _converse(self, seq: int) -> tuple[Any, ...]:
+        """Serve and take in what comes until request ``seq``'s answer; return it."""
+        # What handling the other side's output raised (a warning it forwarded,
+        # which a filter of this side turns into an error): raised once the answer
+        # is in, so that the conversation stays in step.
+        raised: Exception | None = None
+        while True:
+            message = self._early.pop(seq, None) or self.receive()
+            if message[0] == "q":
+                self.serve_one(message)
+                continue
+            if message[0] == "o":
                 try:
-                    raise error
-                finally:
-                    error.__context__ = context
+                    self.output(message)
+                except WireError:
+                    raise
+                except Exception as exc:  # raised below, in step
+                    if raised is None:  # never its truth: a stand-in's is a request
+                        raised = exc
+                continue
+            if message[1] != seq:
+                if message[1] in self._pending:  # an outer request's: kept for it
+                    self._early[message[1]] = message
+                    continue
+                if message[1] in self._abandoned:
+                    self._abandoned.discard(message[1])
+                    continue
+                msg = f"an answer to request {message[1]} arrived while {seq} was pending"
+                raise WireError(msg)
+            self._pending.discard(seq)
+            if raised is not None:
+                # The first thing to go wrong, as in one process: the warning that
+                # became an error ended the call there.
+                raise raised
+            return message
 
     def serve_one(self, message: tuple[Any, ...]) -> None:
         """Answer one request of the other side.

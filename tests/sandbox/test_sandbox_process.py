@@ -359,6 +359,80 @@ def test_a_writer_waits_only_when_the_pipe_is_full(pipe: Any) -> None:
     assert bytes(drained) == _frame(big)
 
 
+# -- requests that start inside another's wait ----------------------------------------
+
+
+@pytest.fixture
+def talk() -> Any:
+    """A peer reading what the test writes, and writing where the test reads."""
+    import os
+
+    fds = [*os.pipe(), *os.pipe()]  # this side reads [0] (the test writes [1]), writes [3]
+    for fd in fds:
+        os.set_blocking(fd, False)
+    peer = _peer(fds[0], fds[3], None, spin_s=0.0)
+    yield peer, (lambda *messages: os.write(fds[1], b"".join(map(_frame, messages))))
+    for fd in fds:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def test_an_answer_that_reaches_a_request_begun_inside_its_wait_is_kept_for_its_own(
+    talk: Any,
+) -> None:
+    # A finalizer run by the collector during a wait asks a request of its own: the
+    # other side may answer the outer request first (here: after a printed line, while
+    # handling which this side began the inner one).
+    peer, write = talk
+    inner: list[Any] = []
+    peer.on_output = lambda stream, text: inner.append(peer.request("inner", ()))
+    write(("o", 1, "printed"), ("r", 0, "outer answer"), ("r", 1, "inner answer"))
+    assert peer.request("outer", ()) == "outer answer"
+    assert inner == ["inner answer"]
+    # Both conversations are over: the next answer is the next request's.
+    write(("r", 2, "third"))
+    assert peer.request("third", ()) == "third"
+
+
+def test_the_answer_to_a_wait_an_exception_ended_is_dropped_when_it_comes(talk: Any) -> None:
+    # A signal handler's exception (a test's own timeout) ends a wait; the answer still
+    # comes, and must not be taken as the next request's.
+    peer, write = talk
+
+    def interrupted(stream: int, text: str) -> None:
+        raise KeyboardInterrupt
+
+    peer.on_output = interrupted
+    write(("o", 1, "printed"), ("r", 0, "late"), ("r", 1, "next"))
+    with pytest.raises(KeyboardInterrupt):
+        peer.request("first", ())
+    peer.on_output = None
+    assert peer.request("second", ()) == "next"
+    # An answer to a request never asked is still an error.
+    write(("r", 7, "forged"))
+    with pytest.raises(wire.WireError, match="an answer to request 7 arrived while 2"):
+        peer.request("third", ())
+
+
+def test_a_message_is_read_with_the_collector_held_off(talk: Any) -> None:
+    # A finalizer that the collector ran between a message's length and its body would
+    # read the pipe from the middle of that message.
+    import gc
+
+    peer, write = talk
+    seen: list[bool] = []
+
+    def wait(fd: int, for_write: bool) -> None:
+        seen.append(gc.isenabled())
+        write(("r", 0, "answer"))
+
+    peer._wait = wait
+    assert gc.isenabled()
+    assert peer.request("asked", ()) == "answer"
+    assert seen == [False]
+    assert gc.isenabled()
+
+
 # -- options -------------------------------------------------------------------------
 
 
@@ -3858,3 +3932,74 @@ def test_a_wrong_workspace_still_fails_the_tests_that_patch_nothing(tmp_path: Pa
     assert not verdict.inconclusive, verdict.reason
     assert verdict.outcomes["test_judge_side.py::test_plain"] == "failed"
     assert verdict.outcomes["test_judge_side.py::test_patched_but_passing"] == "failed"
+
+
+def test_a_workspace_finalizer_that_uses_a_test_object_keeps_the_conversation_in_step(
+    task: SimpleNamespace,
+) -> None:
+    # click's _NamedTextIOWrapper: a text wrapper over the test's BytesIO whose close()
+    # detaches.  The subject's collector finalized an earlier wrapper while a request
+    # of its own waited; the finalizer's request took the waiting one's answer.
+    _both_pass(
+        task,
+        {
+            "wrapping.py": (
+                "import io\n\n\n"
+                "class Wrapper(io.TextIOWrapper):\n"
+                "    def close(self):\n"
+                "        if not self.closed:\n            self.detach()\n\n"
+                "    def __del__(self):\n"
+                "        try:\n            self.close()\n"
+                "        except Exception:\n            pass\n"
+            )
+        },
+        {
+            "test_wrapping.py": (
+                "import gc\nimport io\n\nimport pytest\n\nfrom wrapping import Wrapper\n\n\n"
+                "@pytest.mark.parametrize('round', range(3))\n"
+                "def test_deleted(round):\n"
+                "    buf = io.BytesIO()\n"
+                "    w = Wrapper(buf, encoding='utf-8')\n"
+                "    w.write('hello')\n    w.flush()\n    del w\n    gc.collect()\n"
+                "    assert not buf.closed\n    assert buf.getvalue() == b'hello'\n\n\n"
+                "@pytest.mark.parametrize('round', range(3))\n"
+                "def test_closed(round):\n"
+                "    buf = io.BytesIO()\n"
+                "    w = Wrapper(buf, encoding='utf-8')\n"
+                "    w.write('hello')\n    w.close()\n"
+                "    assert not buf.closed\n    assert buf.getvalue() == b'hello'\n"
+            )
+        },
+    )
+
+
+def test_a_workspace_class_has_a_finalizer_exactly_where_its_owner_has_one(
+    task: SimpleNamespace,
+) -> None:
+    # click tests that StreamMixer has no __del__; the stand-in's own finalizer (which
+    # lets the judge's table go of the object) answered for the workspace class.
+    _both_pass(
+        task,
+        {
+            "mixing.py": (
+                "class Mixer:\n    pass\n\n\n"
+                "class Closer:\n"
+                "    def __init__(self):\n        self.finalized = 0\n\n"
+                "    def __del__(self):\n        self.finalized += 1\n"
+            )
+        },
+        {
+            "test_mixing.py": (
+                "from mixing import Closer, Mixer\n\n\n"
+                "def test_none():\n"
+                "    assert not hasattr(Mixer, '__del__')\n"
+                "    assert not hasattr(Mixer(), '__del__')\n"
+                "    assert getattr(Mixer, '__del__', None) is None\n\n\n"
+                "def test_its_own():\n"
+                "    assert hasattr(Closer, '__del__') and callable(Closer.__del__)\n"
+                "    closer = Closer()\n"
+                "    closer.__del__()\n"
+                "    assert closer.finalized == 1\n"
+            )
+        },
+    )
