@@ -945,6 +945,14 @@ class _ReferenceRewriter(ast.NodeTransformer):
     def visit_Expr(self, node: ast.Expr) -> ast.AST:
         return self._kept(node, "value")
 
+    def visit_If(self, node: ast.If) -> ast.AST:
+        if not probes._explains_a_failure(node):
+            return self.generic_visit(node)
+        # pytest's branch of a failed assertion: its condition only.
+        node.test = self.visit(node.test)
+        node.orelse = self._visited(node.orelse)
+        return node
+
     def visit_Call(self, node: ast.Call) -> ast.AST:
         return self._kept(node, "func")
 
@@ -980,11 +988,54 @@ def test_the_rewrite_walk_gives_what_a_node_transformer_gives(path: Path) -> Non
         pool: dict[Any, list[Any]] = {}
         make(pool).visit(tree)
         trees.append((ast.dump(tree, include_attributes=True), repr(pool)))
-    # The hidden file's own comparisons are probed (pytest's rewrite may add some of
-    # its own, which are probed too).
-    if any(isinstance(node, ast.Compare) for node in ast.walk(ast.parse(source))):
+    # The hidden file's own comparisons are probed (``is`` is not, and a chain is not).
+    if any(
+        isinstance(node, ast.Compare)
+        and len(node.ops) == 1
+        and type(node.ops[0]) in probes._AST_COMPARE
+        for node in ast.walk(ast.parse(source))
+    ):
         assert "@ldd_compare" in trees[0][0]
     assert trees[0] == trees[1]
+
+
+def _routed(source: str, *, rewritten: bool) -> list[str]:
+    """The comparisons of ``source`` the probes' rewrite routes, as written."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    tree = ast.parse(source)
+    if rewritten:
+        rewrite_asserts(tree, source.encode(), "test_x.py", None)
+    probes._Rewriter({}).visit(tree)
+    return [
+        ast.unparse(node.args[1]) + f" {node.args[0].value} " + ast.unparse(node.args[2])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and isinstance(node.func.value, ast.Name)
+        and node.func.value.id == "@ldd_compare"
+        and isinstance(node.args[0], ast.Constant)
+    ]
+
+
+def test_the_explanation_of_a_failed_assertion_is_not_probed_its_condition_is() -> None:
+    # Half of a rewritten file is pytest's explanation of failures: walking it cost a
+    # verdict tens of milliseconds per file, and nothing it compares is a claim.
+    routed = _routed(
+        "def test_x():\n    assert result() == 3, ('note', other() == 4)\n", rewritten=True
+    )
+    assert len(routed) == 1
+    assert "other()" not in routed[0]
+    # Code of the tests' own shaped like that branch is walked: only pytest's rewrite
+    # names a helper '@pytest_ar'.
+    own = _routed(
+        "def test_x():\n"
+        "    if not ok():\n"
+        "        seen = result() == 3\n"
+        "        raise AssertionError(_format_explanation(seen))\n",
+        rewritten=False,
+    )
+    assert own == ["result() == 3"]
 
 
 FRAME_READER = """import sys
