@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import itertools
 import math
 import operator
 import os
@@ -609,9 +610,41 @@ def opaque_probe(*, crossing: bool = False) -> Callable[[], Any]:
 # -- comparisons with probes ---------------------------------------------------------
 
 
-def _claims(result: Any) -> bool:
-    """Whether an operator's answer claims the relation: True, or a non-zero int."""
-    return result is True or (type(result) is int and result != 0)
+def _claims(result: Any, *compared: Any) -> bool:
+    """Whether an operator's answer claims the relation, as ``assert`` reads it: true.
+
+    Any answer ``assert`` takes for yes is a claim, not only True: a comparison that
+    answers ``"yes"`` or ``[1]`` passes the test just the same.  An answer whose truth
+    cannot be told (a NumPy array of several elements) claims nothing, and neither
+    does a builtin container that holds one of the ``compared`` values: an expression
+    built from it (a query builder's column), not an answer.
+    """
+    if result is True:
+        return True
+    if result is False or result is None or result is NotImplemented:
+        return False
+    if compared and type(result) in _EXPRESSIONS:
+        items = itertools.chain(result.keys(), result.values()) if type(result) is dict else result
+        for item in itertools.islice(items, _EXPRESSION_ITEMS):
+            if any(item is value for value in compared):
+                return False
+    try:
+        return bool(result)
+    except Exception:  # an answer with no truth makes no assertion pass either
+        return False
+
+
+_EXPRESSIONS = (tuple, list, dict, set, frozenset)
+_EXPRESSION_ITEMS = 64
+
+
+def _approximates(value: Any) -> bool:
+    """Whether ``value`` is a ``pytest.approx`` (decided by its class, never by asking it)."""
+    pytest = sys.modules.get("pytest")
+    base = getattr(pytest, "Approx", None)  # pytest 9
+    if base is None:
+        base = getattr(sys.modules.get("_pytest.python_api"), "ApproxBase", None)
+    return isinstance(base, type) and type.__subclasscheck__(base, type(value))
 
 
 def _short(value: Any) -> str:
@@ -630,7 +663,7 @@ def _quantity(value: Any) -> bool:
     """Whether ``value`` claims an order or equality with 0, or its ``abs()`` is a number."""
     for compare in (operator.eq, operator.lt, operator.gt):
         try:
-            if _claims(compare(value, 0)):
+            if _claims(compare(value, 0), 0):
                 return True
         except Exception:  # refusing to compare is honest
             pass
@@ -687,9 +720,22 @@ class Comparisons:
         if early:
             self._probe(op, left, right, targets, blind=True, claimed=False)
         result = _OPERATORS[op](left, right)
-        if _claims(result):
+        if _claims(result, left, right):
             self._probe(op, left, right, targets, blind=not early, claimed=True)
+            if op == "==" and (_approximates(left) or _approximates(right)):
+                self._probe_difference(targets)
         return result
+
+    def _probe_difference(self, targets: list[tuple[int, Any]]) -> None:
+        """``pytest.approx`` held: it decides by ``abs(expected - actual)``, so each
+        target must not compute a difference with a fresh object, either way round."""
+        __tracebackhide__ = True
+        for _, target in targets:
+            for side in (1, 0):
+                detail = self._arith_lie("-", side, target, None, None)
+                if detail is not None:
+                    self._report(detail)
+                    raise ProbeError(detail)
 
     def arith(self, op: str, left: Any, right: Any) -> Any:
         """What ``left op right`` (``+`` or ``-``) gives; a target computing a lie is named."""
@@ -776,7 +822,7 @@ class Comparisons:
     def _holds(self, op: str, side: int, target: Any, probe: Any) -> bool:
         left, right = (probe, target) if side == 1 else (target, probe)
         try:
-            return _claims(_OPERATORS[op](left, right))
+            return _claims(_OPERATORS[op](left, right), probe)
         except Exception:  # refusing to compare is honest
             return False
 
