@@ -698,6 +698,8 @@ class Comparisons:
         # The unittest assertions nest (assertEqual calls assertListEqual): outermost only.
         self.depth = 0
         self.mismatch: tuple[int, Any, Any] | None = None
+        # What a unittest assertion's target said to look-alikes before it ran.
+        self._said: list[str] = []
 
     def early(self) -> bool:
         """Even odds: probe before the comparison (else after it, if it held)."""
@@ -717,14 +719,50 @@ class Comparisons:
         if not targets:
             return _OPERATORS[op](left, right)
         early = self.early()
+        said: list[str] = []
         if early:
             self._probe(op, left, right, targets, blind=True, claimed=False)
+            said = self._look_alikes_first(op, left, right, targets)
         result = _OPERATORS[op](left, right)
         if _claims(result, left, right):
+            self._claimed_before(said)
             self._probe(op, left, right, targets, blind=not early, claimed=True)
             if op == "==" and (_approximates(left) or _approximates(right)):
                 self._probe_difference(targets)
         return result
+
+    def _look_alikes_first(
+        self, op: str, left: Any, right: Any, targets: list[tuple[int, Any]]
+    ) -> list[str]:
+        """Ask each target, before the comparison, whether it equals a look-alike of
+        what it is compared with; the lies that ``yes`` makes once the comparison held.
+
+        Asked only after it, a look-alike meets a result that spent its one yes on the
+        comparison (a liar that says yes to the first plain value it meets): asked
+        first, half the time, such a liar gives its yes to the look-alike and breaks
+        the comparison.  A yes here proves nothing alone: the look-alike might be the
+        value an honest result has (and then the comparison fails).
+        """
+        if op != "==":
+            return []
+        said = []
+        for side, target in targets:
+            if side == 2:
+                continue
+            other = right if side == 0 else left
+            twin = look_alike(target, other, self._rng, self.pool)
+            if twin is not None and self._holds("==", side, target, twin):
+                name = type_name(type(target))
+                said.append(
+                    f"a result of type {name} claims == {_short(other)} and == {_short(twin)}"
+                )
+        return said
+
+    def _claimed_before(self, said: list[str]) -> None:
+        __tracebackhide__ = True
+        if said:
+            self._report(said[0])
+            raise ProbeError(said[0])
 
     def _probe_difference(self, targets: list[tuple[int, Any]]) -> None:
         """``pytest.approx`` held: it decides by ``abs(expected - actual)``, so each
@@ -767,9 +805,16 @@ class Comparisons:
         that need it too (equal to a look-alike as well).
         """
         __tracebackhide__ = True
+        # What the target said before the assertion counts only at that assertion:
+        # asked before it (``claimed`` False), taken after it (``blind`` False then).
+        said, self._said = self._said, []
         targets = self.targets(left, right)
         if not targets:
             return
+        if not claimed:
+            self._said = self._look_alikes_first(op, left, right, targets)
+        elif not blind:
+            self._claimed_before(said)
         self._probe("==" if op == "~" else op, left, right, targets, blind=blind, claimed=claimed)
         if op == "~" and blind:
             self._probe_arith("-", left, right, [t for t in targets if t[0] < 2])

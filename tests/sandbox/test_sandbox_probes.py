@@ -416,6 +416,21 @@ class SmallOnly:
     __hash__ = None  # type: ignore[assignment]
 
 
+class FirstYes:
+    """Says yes to the first plain value it meets (it is 7), answers honestly after."""
+
+    def __init__(self) -> None:
+        self.spent = False
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) in (int, float, str) and not self.spent:
+            self.spent = True
+            return True
+        return other == 7
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 class HonestFirst:
     """Answers its first comparison honestly (it is 3), then says yes to everything."""
 
@@ -497,6 +512,18 @@ def test_a_lie_about_small_numbers_only_is_caught_by_look_alikes() -> None:
             caught += reported
     assert len(caught) == 40  # a look-alike of 42 has two digits: below 100 too
     assert all("claims == 42 and ==" in detail for detail in caught)
+
+
+def test_a_result_that_spends_its_one_yes_on_a_look_alike_breaks_its_own_comparison() -> None:
+    # Asked only after the comparison, the look-alike met a liar that had spent its yes
+    # on it, and every comparison held; asked first (half the time), it takes the yes.
+    held = []
+    for seed in range(40):
+        comparisons, reported = _comparisons((FirstYes,), seed)
+        held.append(comparisons.compare("==", FirstYes(), 42))
+        assert reported == []  # a yes to a look-alike alone proves nothing
+    assert True in held
+    assert False in held
 
 
 def test_an_object_honest_once_and_lying_after_is_caught() -> None:
@@ -806,7 +833,7 @@ def guarded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
     probes.guard_comparisons(
         str(tmp_path / "suite"),
         reported.append,
-        workspace_like=lambda value: isinstance(value, (Always, OnlyInts, Money)),
+        workspace_like=lambda value: isinstance(value, (Always, OnlyInts, Money, FirstYes)),
         opaque=probes.opaque_probe(),
     )
     return reported
@@ -833,6 +860,25 @@ def test_unittests_assertions_are_probed_once_they_held(
         with pytest.raises(ProbeError):
             getattr(case, method)(*args)
     assert len(guarded) == 6
+
+
+def test_a_unittest_assertion_a_look_alike_broke_accuses_nothing_later(
+    guarded: list[str],
+) -> None:
+    # What a result said to a look-alike before an assertion that then failed must not
+    # be held against the next assertion's values.
+    case = unittest.TestCase()
+    equal, less = case.assertEqual, case.assertLess  # the probed methods
+    broken = 0
+    for _ in range(20):
+        try:
+            equal(FirstYes(), 42)
+        except AssertionError:
+            broken += 1
+        equal(Money(150), 1.5)
+        less(Money(150), 2)
+    assert 0 < broken < 20
+    assert guarded == []
 
 
 def test_unittests_assertions_keep_their_meaning_for_honest_values(guarded: list[str]) -> None:
