@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import contextlib
 import itertools
 import math
 import operator
@@ -86,6 +87,8 @@ _AST_ARITHMETIC = {ast.Add: "+", ast.Sub: "-"}
 MAX_TARGETS = 4
 SCAN_BUDGET = 10_000
 SCAN_DEPTH = 32
+# Once a comparison held: the values looked at past the bounded scan before it.
+DEEP_BUDGET = 1_000_000
 # A container look-alike redraws every element; a longer one gets none.
 MAX_REDRAWN = 256
 _DRAW_ATTEMPTS = 64
@@ -638,6 +641,111 @@ _EXPRESSIONS = (tuple, list, dict, set, frozenset)
 _EXPRESSION_ITEMS = 64
 
 
+def _held(value: Any) -> tuple[Sequence[Any], ...] | None:
+    """What a container holds, read through its builtin base's own methods (never an
+    override of the value's class), or None for what is no container."""
+    cls = type(value)
+    try:
+        if cls in _CONTAINERS:
+            return (
+                (tuple(dict.keys(value)), tuple(dict.values(value))) if cls is dict else (value,)
+            )
+        base = _builtin_base(cls)
+        if base is dict:
+            return (tuple(dict.keys(value)), tuple(dict.values(value)))
+        if base in (list, tuple, set, frozenset):
+            return (tuple(base.__iter__(value)),)
+        if type.__subclasscheck__(collections.deque, cls):
+            return (tuple(collections.deque.__iter__(value)),)
+    except Exception:  # a container that cannot be read holds nothing here
+        return ()
+    return None
+
+
+_SEQUENCES = frozenset({list, tuple, set, frozenset})
+_FLAT_LEVELS = 64
+
+
+def _flatten(group: Sequence[Any], pending: list[Any], left: list[int]) -> None:
+    """Put what ``group`` holds on ``pending``, but for plain values and the lists,
+    tuples and sets nested in it, which are walked a level at a time at C speed."""
+    level: list[Any] = [group]
+    for depth in range(_FLAT_LEVELS):
+        flat = group if depth == 0 else list(itertools.chain.from_iterable(level))
+        left[0] -= len(flat)
+        kinds = set(map(type, flat))
+        if kinds <= _SCALARS or left[0] <= 0:
+            return
+        others = kinds - _SCALARS - _SEQUENCES
+        if others:
+            pending.extend(item for item in flat if type(item) in others)
+        if not kinds & _SEQUENCES:
+            return
+        level = [item for item in flat if type(item) in _SEQUENCES]
+    pending.extend(level)  # deeper still (or a list that holds itself): one by one
+
+
+_HOLDERS: dict[int, tuple[type, bool]] = {}
+
+
+def _may_hold(value: Any) -> bool:
+    """Whether ``value`` may hold other values the scan must see: a container (a
+    builtin's subclass, a ``deque``) or a plain record; decided once per class."""
+    cls = type(value)
+    known = _HOLDERS.get(id(cls))
+    if known is not None and known[0] is cls:
+        return known[1]
+    answer = cls in _CONTAINERS or _held(value) is not None or _plain_record(value)
+    if len(_HOLDERS) < 4096:
+        _HOLDERS[id(cls)] = (cls, answer)
+    return answer
+
+
+def _plain_record(value: Any) -> bool:
+    """A simple namespace or a dataclass instance: an object that is its attributes."""
+    cls = type(value)
+    return (
+        cls is types.SimpleNamespace or _class_attribute(cls, "__dataclass_fields__") is not None
+    )
+
+
+def _class_attribute(cls: type, name: str) -> Any:
+    for klass in type.__getattribute__(cls, "__mro__"):
+        namespace = type.__getattribute__(klass, "__dict__")
+        if name in namespace:
+            return namespace[name]
+    return None
+
+
+def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
+    """The attribute values of an object of this process: its instance dictionary (the
+    real one, not a property of its class) and a dataclass's fields."""
+    held: list[Any] = []
+    namespace: Any = None
+    if _class_attribute(type(value), "_ldd_link") is not None:
+        # A stand-in of process isolation: its attributes live at its owner, and a
+        # request for them all might not cross (nor should probing cost requests).
+        return ()
+    for klass in type.__getattribute__(type(value), "__mro__"):
+        getter = type.__getattribute__(klass, "__dict__").get("__dict__")
+        if type(getter) in _DICT_GETTERS:
+            with contextlib.suppress(Exception):  # no instance dictionary after all
+                namespace = getter.__get__(value, type(value))
+            break
+    if type(namespace) is dict:
+        held.extend(dict.values(namespace))
+    fields = _class_attribute(type(value), "__dataclass_fields__")
+    if type(fields) is dict:
+        for name in list(fields)[:64]:
+            if type(name) is str:
+                with contextlib.suppress(Exception):  # a field that cannot be read
+                    held.append(getattr(value, name))
+    return (tuple(held),)
+
+
+_DICT_GETTERS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+
+
 def _approximates(value: Any) -> bool:
     """Whether ``value`` is a ``pytest.approx`` (decided by its class, never by asking it)."""
     pytest = sys.modules.get("pytest")
@@ -698,6 +806,7 @@ class Comparisons:
         # The unittest assertions nest (assertEqual calls assertListEqual): outermost only.
         self.depth = 0
         self.mismatch: tuple[int, Any, Any] | None = None
+        self.exhaustive = True
         # What a unittest assertion's target said to look-alikes before it ran.
         self._said: list[str] = []
 
@@ -717,7 +826,10 @@ class Comparisons:
             return result
         targets = self.targets(left, right)
         if not targets:
-            return _OPERATORS[op](left, right)
+            result = _OPERATORS[op](left, right)
+            if not self.exhaustive and _claims(result, left, right):
+                self._probe_hidden(op, left, right, targets)
+            return result
         early = self.early()
         said: list[str] = []
         if early:
@@ -727,9 +839,63 @@ class Comparisons:
         if _claims(result, left, right):
             self._claimed_before(said)
             self._probe(op, left, right, targets, blind=not early, claimed=True)
+            if not self.exhaustive:
+                self._probe_hidden(op, left, right, targets)
             if op == "==" and (_approximates(left) or _approximates(right)):
                 self._probe_difference(targets)
         return result
+
+    def _probe_hidden(self, op: str, left: Any, right: Any, probed: list[tuple[int, Any]]) -> None:
+        """Once a comparison held, probe the workspace values its operands hold where the
+        bounded scan before it does not look: past its budget or depth, in a container
+        of the standard library (a ``deque``, an ``OrderedDict``) or a builtin's
+        subclass, in the attributes of a simple namespace, a dataclass instance or a
+        workspace object.  What such a value claims made the comparison hold as much
+        as a value in a list does."""
+        __tracebackhide__ = True
+        known = [value for _, value in probed]
+        hidden = [
+            (2, value)
+            for value in self._reachable((left, right))
+            if not any(value is seen for seen in known)
+        ]
+        if hidden:
+            self._probe(op, left, right, hidden[:MAX_TARGETS], blind=True, claimed=True)
+
+    def _reachable(self, roots: tuple[Any, ...]) -> list[Any]:
+        """The workspace values reachable from ``roots`` through what they hold.
+
+        Lists, tuples and sets nested in one another are flattened a level at a time at
+        C speed (a million plain values cost milliseconds); a dict, a standard-library
+        container, a builtin's subclass and an object with attributes are looked at
+        one by one, once each.
+        """
+        found: list[Any] = []
+        seen: set[int] = set()
+        pending = list(roots)
+        left = [DEEP_BUDGET]
+        kinds: dict[type, tuple[bool, bool]] = {}  # class -> (a target, may hold values)
+        while pending and len(found) <= MAX_TARGETS and left[0] > 0:
+            item = pending.pop()
+            cls = type(item)
+            if cls in _SCALARS or id(item) in seen:
+                continue
+            seen.add(id(item))
+            left[0] -= 1
+            kind = kinds.get(cls)
+            if kind is None:
+                target = cls not in _CONTAINERS and self._is_target(item)
+                kind = kinds[cls] = (target, not target and _may_hold(item))
+            if not (kind[0] or kind[1]):
+                continue
+            if kind[0] and not any(item is root for root in roots):
+                found.append(item)
+            groups = _held(item)
+            if groups is None:
+                groups = _attributes(item)
+            for group in groups or ():
+                _flatten(group, pending, left)
+        return found
 
     def _look_alikes_first(
         self, op: str, left: Any, right: Any, targets: list[tuple[int, Any]]
@@ -809,6 +975,8 @@ class Comparisons:
         # asked before it (``claimed`` False), taken after it (``blind`` False then).
         said, self._said = self._said, []
         targets = self.targets(left, right)
+        if claimed and not self.exhaustive:
+            self._probe_hidden("==" if op == "~" else op, left, right, targets)
         if not targets:
             return
         if not claimed:
@@ -828,9 +996,14 @@ class Comparisons:
             return True
 
     def targets(self, left: Any, right: Any) -> list[tuple[int, Any]]:
-        """The workspace values among the operands: (0 left, 1 right, 2 inside one), value."""
+        """The workspace values among the operands: (0 left, 1 right, 2 inside one), value.
+
+        Sets :attr:`exhaustive`: whether the walk saw everything the operands hold (no
+        bound reached, and nothing but plain values and builtin containers in them).
+        """
         found: list[tuple[int, Any]] = []
         budget = [SCAN_BUDGET]
+        self.exhaustive = True
         for side, value in ((0, left), (1, right)):
             kind = type(value)
             if kind in _SCALARS:
@@ -839,6 +1012,9 @@ class Comparisons:
                 self._scan(value, found, budget)
             elif self._is_target(value):
                 found.append((side, value))
+                self.exhaustive = False
+            elif _may_hold(value):
+                self.exhaustive = False
         return found[:MAX_TARGETS]
 
     def _scan(self, value: Any, found: list[tuple[int, Any]], budget: list[int]) -> None:
@@ -857,10 +1033,17 @@ class Comparisons:
                     if kind in _CONTAINERS:
                         if depth < SCAN_DEPTH:
                             stack.append((child, depth + 1))
+                        else:
+                            self.exhaustive = False
                     elif self._is_target(child):
                         found.append((2, child))
+                        self.exhaustive = False
                         if len(found) >= MAX_TARGETS:
                             return
+                    elif _may_hold(child):
+                        self.exhaustive = False
+        if stack:
+            self.exhaustive = False
 
     # -- probing ------------------------------------------------------------------------
 

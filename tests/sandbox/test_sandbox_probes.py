@@ -16,6 +16,7 @@ import string
 import sys
 import types
 import unittest
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -524,6 +525,75 @@ def test_a_result_that_spends_its_one_yes_on_a_look_alike_breaks_its_own_compari
         assert reported == []  # a yes to a look-alike alone proves nothing
     assert True in held
     assert False in held
+
+
+@dataclasses.dataclass
+class _Pair:
+    first: object
+    second: object
+
+
+class _Holder:
+    """A workspace object with an equality of its own, over what it holds."""
+
+    def __init__(self, held: object) -> None:
+        self.held = held
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Holder) and self.held == other.held
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _nested(value: object, depth: int) -> object:
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("hide", "expected"),
+    [
+        (lambda v: collections.deque([v, 2]), collections.deque([5, 2])),
+        (lambda v: collections.OrderedDict(a=v), collections.OrderedDict(a=5)),
+        (lambda v: types.SimpleNamespace(a=v), types.SimpleNamespace(a=5)),
+        (lambda v: _Pair(v, 2), _Pair(5, 2)),
+        (lambda v: [(1, 2)] * 20_000 + [(v, 2)], [(1, 2)] * 20_000 + [(5, 2)]),
+        (
+            lambda v: [[v]] + [[i] * 10 for i in range(2_000)],
+            [[5]] + [[i] * 10 for i in range(2_000)],
+        ),
+        (lambda v: _nested(v, 40), _nested(5, 40)),
+    ],
+    ids=[
+        "deque",
+        "OrderedDict",
+        "SimpleNamespace",
+        "dataclass",
+        "past-budget",
+        "first-of-many",
+        "deep",
+    ],
+)
+def test_a_lie_the_bounded_scan_misses_is_found_once_the_comparison_held(
+    hide: Callable[[object], object], expected: object
+) -> None:
+    for seed in range(4):
+        comparisons, reported = _comparisons((Always, _Holder), seed)
+        with pytest.raises(
+            ProbeError, match=r"a value inside a result of type .*Always claims =="
+        ):
+            comparisons.compare("==", hide(Always()), expected)
+        assert len(reported) == 1
+    # Inside a workspace object's own attributes, behind its own equality.
+    comparisons, reported = _comparisons((Always, _Holder), 0)
+    with pytest.raises(ProbeError):
+        comparisons.compare("==", _Holder([Always(), 2]), _Holder([5, 2]))
+    # Honest values in the same places are left alone.
+    comparisons, reported = _comparisons((Always, _Holder), 0)
+    assert comparisons.compare("==", hide(5), expected)
+    assert comparisons.compare("==", _Holder([5, 2]), _Holder([5, 2]))
+    assert reported == []
 
 
 def test_an_object_honest_once_and_lying_after_is_caught() -> None:
