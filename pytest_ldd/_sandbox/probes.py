@@ -719,19 +719,28 @@ def _class_attribute(cls: type, name: str) -> Any:
 
 def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
     """The attribute values of an object of this process: its instance dictionary (the
-    real one, not a property of its class) and a dataclass's fields."""
+    real one, not a property of its class), its slots and a dataclass's fields."""
     held: list[Any] = []
     namespace: Any = None
     if _class_attribute(type(value), "_ldd_link") is not None:
         # A stand-in of process isolation: its attributes live at its owner, and a
         # request for them all might not cross (nor should probing cost requests).
         return ()
+    slots = 0
     for klass in type.__getattribute__(type(value), "__mro__"):
-        getter = type.__getattribute__(klass, "__dict__").get("__dict__")
-        if type(getter) in _DICT_GETTERS:
+        members = type.__getattribute__(klass, "__dict__")
+        getter = members.get("__dict__")
+        if namespace is None and type(getter) in _DICT_GETTERS:
             with contextlib.suppress(Exception):  # no instance dictionary after all
                 namespace = getter.__get__(value, type(value))
-            break
+        for name, member in list(members.items()):
+            # A slot (``__slots__``, attrs' slotted classes), read by its descriptor.
+            if type(member) is types.MemberDescriptorType and name not in _NOT_SLOTS:
+                slots += 1
+                if slots > _SLOTS_READ:
+                    break
+                with contextlib.suppress(Exception):  # a slot never set
+                    held.append(member.__get__(value, type(value)))
     if type(namespace) is dict:
         held.extend(dict.values(namespace))
     fields = _class_attribute(type(value), "__dataclass_fields__")
@@ -744,6 +753,8 @@ def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
 
 
 _DICT_GETTERS = (types.GetSetDescriptorType, types.MemberDescriptorType)
+_NOT_SLOTS = frozenset({"__dict__", "__weakref__"})
+_SLOTS_READ = 64
 
 
 def _approximates(value: Any) -> bool:

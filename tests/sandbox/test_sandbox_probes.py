@@ -545,6 +545,20 @@ class _Holder:
     __hash__ = None  # type: ignore[assignment]
 
 
+class _Slotted:
+    """A workspace object with slots (as attrs' classes have), equal by what it holds."""
+
+    __slots__ = ("held", "unset")
+
+    def __init__(self, held: object) -> None:
+        self.held = held
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Slotted) and self.held == other.held
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 def _nested(value: object, depth: int) -> object:
     for _ in range(depth):
         value = [value]
@@ -585,14 +599,16 @@ def test_a_lie_the_bounded_scan_misses_is_found_once_the_comparison_held(
         ):
             comparisons.compare("==", hide(Always()), expected)
         assert len(reported) == 1
-    # Inside a workspace object's own attributes, behind its own equality.
-    comparisons, reported = _comparisons((Always, _Holder), 0)
-    with pytest.raises(ProbeError):
-        comparisons.compare("==", _Holder([Always(), 2]), _Holder([5, 2]))
+    # Inside a workspace object's own attributes or slots, behind its own equality.
+    for holder in (_Holder, _Slotted):
+        comparisons, reported = _comparisons((Always, holder), 0)
+        with pytest.raises(ProbeError):
+            comparisons.compare("==", holder([Always(), 2]), holder([5, 2]))
     # Honest values in the same places are left alone.
-    comparisons, reported = _comparisons((Always, _Holder), 0)
+    comparisons, reported = _comparisons((Always, _Holder, _Slotted), 0)
     assert comparisons.compare("==", hide(5), expected)
     assert comparisons.compare("==", _Holder([5, 2]), _Holder([5, 2]))
+    assert comparisons.compare("==", _Slotted([5, 2]), _Slotted([5, 2]))
     assert reported == []
 
 
