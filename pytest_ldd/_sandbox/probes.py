@@ -48,7 +48,7 @@ import string
 import sys
 import types
 from collections.abc import Callable, Container, Mapping, Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 __all__ = [
     "Comparisons",
@@ -641,25 +641,33 @@ _EXPRESSIONS = (tuple, list, dict, set, frozenset)
 _EXPRESSION_ITEMS = 64
 
 
+def _container_base(cls: type) -> type | None:
+    """The container type whose own methods read what an instance of ``cls`` holds:
+    ``dict``, ``list``, ``tuple``, ``set``, ``frozenset`` or ``deque``; None for none."""
+    if cls in _CONTAINERS:
+        return cls
+    base = _builtin_base(cls)
+    if base in _CONTAINERS:
+        return base
+    return collections.deque if type.__subclasscheck__(collections.deque, cls) else None
+
+
 def _held(value: Any) -> tuple[Sequence[Any], ...] | None:
-    """What a container holds, read through its builtin base's own methods (never an
+    """What a container holds, read through its container base's own methods (never an
     override of the value's class), or None for what is no container."""
     cls = type(value)
+    base = _container_base(cls)
+    if base is None:
+        return None
     try:
-        if cls in _CONTAINERS:
-            return (
-                (tuple(dict.keys(value)), tuple(dict.values(value))) if cls is dict else (value,)
-            )
-        base = _builtin_base(cls)
         if base is dict:
             return (tuple(dict.keys(value)), tuple(dict.values(value)))
-        if base in (list, tuple, set, frozenset):
-            return (tuple(base.__iter__(value)),)
-        if type.__subclasscheck__(collections.deque, cls):
-            return (tuple(collections.deque.__iter__(value)),)
+        if base is cls and base is not collections.deque:
+            return (value,)  # a builtin container of its own: read as it is
+        iterate: Any = base.__iter__  # type: ignore[attr-defined]
+        return (tuple(iterate(value)),)
     except Exception:  # a container that cannot be read holds nothing here
         return ()
-    return None
 
 
 _SEQUENCES = frozenset({list, tuple, set, frozenset})
@@ -695,7 +703,7 @@ def _may_hold(value: Any) -> bool:
     known = _HOLDERS.get(id(cls))
     if known is not None and known[0] is cls:
         return known[1]
-    answer = cls in _CONTAINERS or _held(value) is not None or _plain_record(value)
+    answer = _container_base(cls) is not None or _plain_record(value)
     if len(_HOLDERS) < 4096:
         _HOLDERS[id(cls)] = (cls, answer)
     return answer
@@ -704,17 +712,7 @@ def _may_hold(value: Any) -> bool:
 def _plain_record(value: Any) -> bool:
     """A simple namespace or a dataclass instance: an object that is its attributes."""
     cls = type(value)
-    return (
-        cls is types.SimpleNamespace or _class_attribute(cls, "__dataclass_fields__") is not None
-    )
-
-
-def _class_attribute(cls: type, name: str) -> Any:
-    for klass in type.__getattribute__(cls, "__mro__"):
-        namespace = type.__getattribute__(klass, "__dict__")
-        if name in namespace:
-            return namespace[name]
-    return None
+    return cls is types.SimpleNamespace or _lookup(cls, "__dataclass_fields__") is not None
 
 
 def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
@@ -722,14 +720,14 @@ def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
     real one, not a property of its class), its slots and a dataclass's fields."""
     held: list[Any] = []
     namespace: Any = None
-    if _class_attribute(type(value), "_ldd_link") is not None:
+    if _lookup(type(value), "_ldd_link") is not None:
         # A stand-in of process isolation: its attributes live at its owner, and a
         # request for them all might not cross (nor should probing cost requests).
         return ()
     slots = 0
-    for klass in type.__getattribute__(type(value), "__mro__"):
-        members = type.__getattribute__(klass, "__dict__")
-        getter = members.get("__dict__")
+    for klass in _mro(type(value)):
+        members = _class_dict(klass)
+        getter: Any = members.get("__dict__")
         if namespace is None and type(getter) in _DICT_GETTERS:
             with contextlib.suppress(Exception):  # no instance dictionary after all
                 namespace = getter.__get__(value, type(value))
@@ -743,7 +741,7 @@ def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
                     held.append(member.__get__(value, type(value)))
     if type(namespace) is dict:
         held.extend(dict.values(namespace))
-    fields = _class_attribute(type(value), "__dataclass_fields__")
+    fields = _lookup(type(value), "__dataclass_fields__")
     if type(fields) is dict:
         for name in list(fields)[:64]:
             if type(name) is str:
@@ -938,8 +936,13 @@ class Comparisons:
     def _claimed_before(self, said: list[str]) -> None:
         __tracebackhide__ = True
         if said:
-            self._report(said[0])
-            raise ProbeError(said[0])
+            self._accuse(said[0])
+
+    def _accuse(self, detail: str) -> NoReturn:
+        """Report a lie, then fail the comparison that met it."""
+        __tracebackhide__ = True
+        self._report(detail)
+        raise ProbeError(detail)
 
     def _probe_difference(self, targets: list[tuple[int, Any]]) -> None:
         """``pytest.approx`` held: it decides by ``abs(expected - actual)``, so each
@@ -949,8 +952,7 @@ class Comparisons:
             for side in (1, 0):
                 detail = self._arith_lie("-", side, target, None, None)
                 if detail is not None:
-                    self._report(detail)
-                    raise ProbeError(detail)
+                    self._accuse(detail)
 
     def arith(self, op: str, left: Any, right: Any) -> Any:
         """What ``left op right`` (``+`` or ``-``) gives; a target computing a lie is named."""
@@ -985,16 +987,17 @@ class Comparisons:
         # What the target said before the assertion counts only at that assertion:
         # asked before it (``claimed`` False), taken after it (``blind`` False then).
         said, self._said = self._said, []
+        probed = "==" if op == "~" else op
         targets = self.targets(left, right)
         if claimed and not self.exhaustive:
-            self._probe_hidden("==" if op == "~" else op, left, right, targets)
+            self._probe_hidden(probed, left, right, targets)
         if not targets:
             return
         if not claimed:
             self._said = self._look_alikes_first(op, left, right, targets)
         elif not blind:
             self._claimed_before(said)
-        self._probe("==" if op == "~" else op, left, right, targets, blind=blind, claimed=claimed)
+        self._probe(probed, left, right, targets, blind=blind, claimed=claimed)
         if op == "~" and blind:
             self._probe_arith("-", left, right, [t for t in targets if t[0] < 2])
 
@@ -1140,8 +1143,7 @@ class Comparisons:
             other = right if side == 0 else left
             detail = self._lie(op, side, target, other, blind=blind, claimed=claimed)
             if detail is not None:
-                self._report(detail)
-                raise ProbeError(detail)
+                self._accuse(detail)
 
     def _computes(self, op: str, side: int, target: Any, probe: Any) -> Any:
         left, right = (probe, target) if side == 1 else (target, probe)
@@ -1196,8 +1198,7 @@ class Comparisons:
         for side, target in targets:
             detail = self._arith_lie(op, side, target, right if side == 0 else left, result)
             if detail is not None:
-                self._report(detail)
-                raise ProbeError(detail)
+                self._accuse(detail)
 
 
 # -- where the hidden tests compare ----------------------------------------------------

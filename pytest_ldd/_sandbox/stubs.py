@@ -1357,12 +1357,9 @@ def _field(index: int) -> Callable[[Any], Any]:
 # proxy's class always has these (they compare, hash and print at the owner).  Its
 # finalizer is the stand-in's own, so ``Cls.__del__`` is read at the owner too: a
 # class without one has none there (click tests that ``StreamMixer`` has no __del__).
-_OWNER_NAMES = handles.SPECIAL_NAMES | {"__annotations__", "__dict__", "__del__"}
-_ALWAYS_OWNER = frozenset(handles.OBJECT_PROTOCOL) - frozenset(handles.ORDERINGS) | {
-    "__annotations__",
-    "__dict__",
-    "__del__",
-}
+_NOT_SPECIAL = frozenset({"__annotations__", "__dict__", "__del__"})
+_OWNER_NAMES = handles.SPECIAL_NAMES | _NOT_SPECIAL
+_ALWAYS_OWNER = frozenset(handles.OBJECT_PROTOCOL) - frozenset(handles.ORDERINGS) | _NOT_SPECIAL
 # The special methods an exception class of the other side may define that its
 # stand-in asks of the owner: what makes an exception a value (its truth, its items,
 # its own repr).
