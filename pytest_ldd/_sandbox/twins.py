@@ -200,10 +200,52 @@ def _copied(node: _Node) -> _Node:
     return new
 
 
-def _names(node: ast.AST) -> Iterator[str]:
-    for child in ast.walk(node):
-        if isinstance(child, ast.Name):
-            yield child.id
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, in the same order, at about two and a half times its speed.
+
+    Staging walks each hidden file a dozen times over (its names, bindings, sizes and
+    sites), and ``ast.walk``'s two generators per node were a third of it.
+    """
+    nodes = [node]
+    append = nodes.append
+    fields_of = _CHILD_FIELDS
+    for current in nodes:  # a list grows under its own iteration: breadth first
+        kind = type(current)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = kind._fields
+        for name in fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        append(item)
+            elif isinstance(value, ast.AST):
+                append(value)
+    return nodes
+
+
+def _children(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, as :func:`walk` finds them."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = kind._fields
+    children: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            children += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
+
+
+def _names(node: ast.AST) -> list[str]:
+    return [child.id for child in walk(node) if isinstance(child, ast.Name)]
 
 
 # -- which names hold workspace values --------------------------------------------------
@@ -235,7 +277,7 @@ def _spread(tainted: set[str], nodes: Sequence[ast.AST]) -> None:
     binders: list[tuple[list[str], ast.AST]] = []
     child: ast.AST
     for node in nodes:
-        for child in ast.walk(node):
+        for child in walk(node):
             if isinstance(child, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.NamedExpr)):
                 targets = child.targets if isinstance(child, ast.Assign) else [child.target]
                 bound = [n for t in targets for n in _names(t)]
@@ -281,7 +323,7 @@ class _Module:
 
 def _module_facts(tree: ast.Module, workspace: Callable[[str], bool]) -> _Module:
     tainted: set[str] = set()
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             tainted.update(_import_bindings(node, workspace))
     top = [n for n in tree.body if not isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
@@ -313,7 +355,7 @@ def _module_facts(tree: ast.Module, workspace: Callable[[str], bool]) -> _Module
         n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
     }
     pool: dict[Any, list[Any]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Constant):
             shape = shape_of(node.value)
             if shape is not None:
@@ -349,7 +391,7 @@ def _shares_state(function: ast.FunctionDef | ast.AsyncFunctionDef, module: _Mod
     evaluated = [*function.decorator_list, *function.args.defaults]
     evaluated += [d for d in function.args.kw_defaults if d is not None]
     for expr in evaluated:
-        for node in ast.walk(expr):
+        for node in walk(expr):
             if isinstance(node, ast.Name) and node.id in module.iterators:
                 return True
             if isinstance(node, ast.Call) and _called_name(node.func) in {"next", "send"}:
@@ -444,11 +486,11 @@ class _Function:
         """How often ``name`` is read in the function's body, assertion messages aside."""
         count = 0
         for statement in self.node.body:
-            for child in ast.walk(statement):
+            for child in walk(statement):
                 if isinstance(child, ast.Assert) and child.msg is not None:
                     count -= sum(
                         1
-                        for n in ast.walk(child.msg)
+                        for n in walk(child.msg)
                         if isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Load)
                     )
                 if isinstance(child, ast.Name) and child.id == name:
@@ -459,7 +501,7 @@ class _Function:
         """Whether the body binds ``name`` again (``expected = expected_override``), so
         that what a parameter holds at an assertion may no longer be its row's value."""
         for statement in self.node.body:
-            for child in ast.walk(statement):
+            for child in walk(statement):
                 if isinstance(child, ast.Name) and child.id == name:
                     if isinstance(child.ctx, (ast.Store, ast.Del)):
                         return True
@@ -995,7 +1037,7 @@ def _leaves(statement: ast.stmt) -> str | None:
         inner = in_loop or (
             isinstance(node, (ast.For, ast.AsyncFor, ast.While)) and node is not statement
         )
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        stack.extend((child, inner) for child in _children(node))
     return found
 
 
@@ -1060,7 +1102,7 @@ def _defer(
     assertion could leave a setting changed for the tests after it) -- and the check
     runs on every way out, in a ``finally``: an honest workspace fails the twin there.
     """
-    taken = set(_names(function)) | {a.arg for a in ast.walk(function) if isinstance(a, ast.arg)}
+    taken = set(_names(function)) | {a.arg for a in walk(function) if isinstance(a, ast.arg)}
     flag = next(
         (w for w in rng.sample(_FLAG_WORDS, len(_FLAG_WORDS)) if w not in taken),
         f"ok_{rng.randrange(10**6)}",
@@ -1204,7 +1246,7 @@ def _heavy(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     looped over or assigned (``n = 1_500``) -- never one compared with -- and a call
     of ``sleep``, ``Thread`` or ``Process``.
     """
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Call):
             name = _called_name(node.func) or ""
             if name in _SLOW_CALLS:
@@ -1270,7 +1312,7 @@ def plant_twins(
         and any(
             isinstance(child, ast.Assert)
             or (isinstance(child, ast.Call) and _called_name(child.func) in _UNITTEST_CHECKS)
-            for child in ast.walk(node)
+            for child in walk(node)
         )
     }
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}

@@ -798,6 +798,18 @@ def test_a_copied_test_function_is_a_deep_copy_node_for_node() -> None:
         assert all(isinstance(n, ast.expr_context) for n in ast.walk(copied) if id(n) in shared)
 
 
+@pytest.mark.parametrize("suite", ["attrs", "boltons", "pluggy"])
+def test_the_fast_walk_meets_the_nodes_ast_walk_meets_in_its_order(suite: str) -> None:
+    hidden = Path(__file__).parents[1] / "data" / "suites" / suite / "hidden"
+    files = sorted(hidden.rglob("*.py"))
+    assert len(files) > 3
+    for path in files:
+        tree = ast.parse(path.read_bytes())
+        assert [id(n) for n in twins.walk(tree)] == [id(n) for n in ast.walk(tree)], path
+        for node in twins.walk(tree)[::7]:
+            assert twins._children(node) == list(ast.iter_child_nodes(node)), ast.dump(node)
+
+
 # A test reading state that advances from run to run (pydash's unique_id): the twin,
 # run after its original, sees the counter's next value; a twin drawn to it passes.
 COUNTER = """_COUNT = [4]
