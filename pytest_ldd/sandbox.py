@@ -441,6 +441,8 @@ class _Staged:
     cwd: Path
     env: dict[str, str]
     settings: dict[str, Any]
+    # Staged files whose bytes changed after they were announced to a running child.
+    changed: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -457,15 +459,30 @@ class _Layout:
     settings: dict[str, Any]
     collection: Collection
 
-    def stage(self) -> _Staged:
-        """Stage the hidden tests and their canaries; snapshot everything staged."""
+    def stage(self, send: Callable[[dict[str, Any]], None] | None = None) -> _Staged:
+        """Stage the hidden tests and their canaries; snapshot everything staged.
+
+        With ``send``, each staged file's hash goes to the child as soon as the file is
+        final (``{"manifest": {...}, "more": True}``), so that it can import the first
+        ones while the rest are staged; the snapshot taken afterwards must agree.
+        """
         rng = random.Random(secrets.randbits(64))
+        announced: dict[str, list[Any]] = {}
+        announce = None
+        if send is not None:
+
+            def announce(entries: dict[str, tuple[int, str]]) -> None:
+                named = {f"{self.suite_root.name}/{rel}": list(e) for rel, e in entries.items()}
+                announced.update(named)
+                send({"manifest": named, "more": True})
+
         suite = stage_hidden(
             self.hidden,
             self.suite_root,
             rng,
             workspace_modules=self.modules,
             collection=self.collection,
+            announce=announce,
         )
         staged = snapshot(self.root, _STAGED)
         # What the hidden tests' module files must hash to when they are imported.
@@ -474,14 +491,23 @@ class _Layout:
             for rel, (size, digest) in staged.files.items()
             if rel.startswith("suite/")
         }
+        changed: tuple[str, ...] = ()
+        if send is not None:
+            # Announced while the child ran: a file that differs now, or one staging
+            # never announced, changed under it.
+            changed = tuple(
+                f"suite/{rel}"
+                for rel in sorted(set(manifest) | set(announced))
+                if manifest.get(rel) != announced.get(rel)
+            )
         settings = {**self.settings, "manifest": manifest}
-        return _Staged(suite, staged, self.argv, self.cwd, self.env, settings)
+        return _Staged(suite, staged, self.argv, self.cwd, self.env, settings, changed)
 
 
-def _staged(layout: _Layout) -> _Staged:
+def _staged(layout: _Layout, send: Callable[[dict[str, Any]], None] | None = None) -> _Staged:
     """:meth:`_Layout.stage`; a failure that is not the caller's is the set-up's."""
     try:
-        return layout.stage()
+        return layout.stage(send)
     except SandboxError:
         raise
     except Exception as exc:
@@ -628,13 +654,14 @@ def _run_in(
             settings.update(staged.settings)
         else:
             # The child starts (interpreter, confinement, pytest) while the hidden tests
-            # are staged here; it reads what they hash to before it imports any of them.
+            # are staged here; it reads what each file hashes to before it imports it,
+            # and may import the first ones while the others are staged.
             settings["staging"] = True
 
-            def then() -> dict[str, Any]:
+            def then(send: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
                 nonlocal staged
-                staged = _staged(layout)
-                return {"manifest": staged.settings["manifest"]}
+                staged = _staged(layout, send)
+                return {"manifest": {}, "more": False}  # every file was announced
 
         try:
             run = run_child(
@@ -733,6 +760,9 @@ def _grade(
         )
         raise SandboxError(msg)
     modified, incomplete = _check_leftovers(root, staged.snapshot)
+    modified += [
+        f"{path} (changed while the rest of the suite was staged)" for path in staged.changed
+    ]
     # A hidden module refused at import is a staged file that did not stay as staged.
     modified += [f"suite/{path} ({detail})" for path, detail in log.integrity]
     judgement = judge(

@@ -29,6 +29,7 @@ import os
 import pathlib
 import stat
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from importlib import machinery
 from typing import Any
@@ -53,7 +54,10 @@ class Guard:
     file (its path relative to ``suite``, with ``/``) to ``[size, sha256 hex]``;
     ``run`` is the run's own folder (no bytecode is read under it); ``refuse`` lists
     folders no module may be loaded from; ``report(path, detail)`` is told of every
-    integrity violation before the import fails.
+    integrity violation before the import fails.  While the suite is still being
+    staged, ``more()`` returns the next line of the sandbox's announcements (``{"manifest":
+    {...}, "more": bool}``, or None when none comes): a file not announced yet is
+    waited for, until the last line.
     """
 
     def __init__(
@@ -64,12 +68,30 @@ class Guard:
         *,
         run: str,
         refuse: Sequence[str] = (),
+        more: Callable[[], Mapping[str, Any] | None] | None = None,
     ) -> None:
         self.suite = _prefixes(suite)
         self.run = _prefixes(run)
         self.refuse = tuple(p for folder in refuse for p in _prefixes(folder))
-        self.manifest = {str(k): (int(v[0]), str(v[1])) for k, v in manifest.items()}
+        self.manifest = _entries(manifest)
         self.report = report
+        self._more = more
+        self._waiting = threading.Lock()  # imports on several threads read one stream
+
+    def staged(self, rel: str) -> tuple[int, str] | None:
+        """What ``rel`` must hash to; None: the sandbox never staged it."""
+        entry = self.manifest.get(rel)
+        while entry is None and self._more is not None:
+            with self._waiting:
+                entry = self.manifest.get(rel)
+                if entry is not None or self._more is None:
+                    break
+                line = self._more()
+                if line is None or line.get("more") is not True:
+                    self._more = None  # the last line, or the stream broke off
+                if line is not None:
+                    self.manifest.update(_entries(line["manifest"]))
+        return self.manifest.get(rel)
 
     def relative(self, path: str) -> str | None:
         """``path`` relative to the suite folder, or None when it lies elsewhere."""
@@ -104,7 +126,7 @@ class Guard:
         rel = self.relative(path)
         if rel is None:
             return None
-        staged = self.manifest.get(rel)
+        staged = self.staged(rel)
         if staged is None:
             raise self.violation(rel, "a module file the sandbox never staged")
         size, digest = staged
@@ -114,6 +136,10 @@ class Guard:
         if len(data) != size or hashlib.sha256(data).hexdigest() != digest:
             raise self.violation(rel, "its bytes differ from the ones the sandbox staged")
         return data
+
+
+def _entries(manifest: Mapping[str, Sequence[Any]]) -> dict[str, tuple[int, str]]:
+    return {str(k): (int(v[0]), str(v[1])) for k, v in manifest.items()}
 
 
 def read_regular(path: str, size: int) -> bytes | None:
@@ -147,9 +173,10 @@ def guard(
     *,
     run: str,
     refuse: Sequence[str] = (),
+    more: Callable[[], Mapping[str, Any] | None] | None = None,
 ) -> Guard:
     """Check every module file loaded from now on; return the :class:`Guard`."""
-    checker = Guard(suite, manifest, report, run=run, refuse=refuse)
+    checker = Guard(suite, manifest, report, run=run, refuse=refuse, more=more)
     for loader in (machinery.SourceFileLoader, machinery.SourcelessFileLoader):
         _wrap_get_data(loader, checker)
     _wrap_extensions(checker)

@@ -57,15 +57,17 @@ def run_child(
     timeout: float,
     output_bytes: int,
     tail_bytes: int,
-    then: Callable[[], Mapping[str, Any]] | None = None,
+    then: Callable[[Callable[[Mapping[str, Any]], None]], Mapping[str, Any]] | None = None,
 ) -> ChildRun:
     """Run the child in a session of its own and watch it until it ends or is killed.
 
     ``settings`` go to the child as one JSON line on its standard input, with ``fd``
     set to the number of the result pipe's write end (which the child inherits).
-    With ``then``, that line is written as soon as the child starts, ``then()`` is
-    called while the child starts up, and what it returns is a second line; the watch
-    (and its timeout) begins after it.  Whatever ``then()`` raises ends the child.
+    With ``then``, that line is written as soon as the child starts and ``then(send)``
+    is called while the child starts up: each ``send(message)`` is a line more, and
+    what it returns is the last one.  Lines the child has not taken yet wait in memory
+    (the child may be busy writing to the pipes nobody reads meanwhile).  The watch
+    (and its timeout) begins after it.  Whatever ``then`` raises ends the child.
     """
     pipes = Pipes.open()
     try:
@@ -89,13 +91,39 @@ def run_child(
     if then is not None:
         try:
             _write_now(pipes.parent_in, line)
-            line = json.dumps(dict(then()), separators=(",", ":")).encode() + b"\n"
+            outbox = _Outbox(pipes.parent_in)
+            last = then(outbox.send)
+            line = outbox.pending + _json_line(last)
         except BaseException:
             child.kill_group()
             child.reap()
             pipes.close_parent_ends()
             raise
     return watch(child, pipes, line, timeout, output_bytes, tail_bytes)
+
+
+def _json_line(message: Mapping[str, Any]) -> bytes:
+    return json.dumps(dict(message), separators=(",", ":")).encode() + b"\n"
+
+
+class _Outbox:
+    """Lines for the child's input, written as far as its pipe takes them without waiting."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.pending = b""
+        os.set_blocking(fd, False)
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        self.pending += _json_line(message)
+        while self.pending:
+            try:
+                written = os.write(self.fd, self.pending)
+            except BlockingIOError:
+                return
+            except OSError:
+                written = len(self.pending)  # the child is gone: the watch finds out why
+            self.pending = self.pending[written:]
 
 
 def _write_now(fd: int, data: bytes) -> None:

@@ -361,13 +361,29 @@ def load_sibling(name: str) -> types.ModuleType:
     return module
 
 
+def _manifest_line(inbox: Any) -> dict[str, Any] | None:
+    """The parent's next line of staged files' hashes; None: none came, or not one."""
+    try:
+        line = json.loads(inbox.readline() or b"null")
+    except (OSError, ValueError):
+        return None
+    if not isinstance(line, dict) or not isinstance(line.get("manifest"), dict):
+        return None
+    return line
+
+
 def guard_suite(
-    settings: dict[str, Any], channel: Channel, *, refuse: Sequence[str] = ()
+    settings: dict[str, Any],
+    channel: Channel,
+    *,
+    refuse: Sequence[str] = (),
+    more: Callable[[], dict[str, Any] | None] | None = None,
 ) -> Callable[[Any], None]:
     """Check the staged hidden tests' module files at import (:mod:`integrity`).
 
     Returns what to call with ``_pytest.assertion.rewrite`` once pytest is imported,
-    so that its rewriter reads the test files through the same check.
+    so that its rewriter reads the test files through the same check.  ``more`` reads
+    the parent's next line of hashes, for a file still being staged.
     """
     integrity = load_sibling("integrity")
     checker = integrity.guard(
@@ -376,6 +392,7 @@ def guard_suite(
         lambda path, detail: channel.send("integrity", path=path, detail=detail),
         run=str(settings["run"]),
         refuse=refuse,
+        more=more,
     )
     return lambda rewrite: integrity.guard_rewrite(rewrite, checker)
 
@@ -389,12 +406,17 @@ def _close_stdin() -> None:
 
 def main() -> int:
     """Run the hidden tests as the parent's settings say; return pytest's exit code."""
-    settings = json.loads(sys.stdin.buffer.readline())
+    # The parent's lines come on a descriptor of our own: standard input is the tests'
+    # (empty), and a reader of it must not take the staged files' hashes.
+    inbox = os.fdopen(os.dup(0), "rb")
+    settings = json.loads(inbox.readline())
     # "staging": the parent stages the hidden tests while this process starts, and
-    # sends what they must hash to on a second line, read before any of them is.
+    # sends what each file must hash to as soon as it is staged, on lines of their
+    # own: a file is imported only once its line came.
     staging = settings.pop("staging", False) is True
+    _close_stdin()
     if not staging:
-        _close_stdin()
+        inbox.close()
     _apply_limits(settings["limits"])
     _scrub_environment([str(entry) for entry in settings["pythonpath"]])
     fd = int(settings["fd"])
@@ -416,13 +438,13 @@ def main() -> int:
     from _pytest.assertion import rewrite
 
     if staging:
-        staged = json.loads(sys.stdin.buffer.readline() or b"null")
-        _close_stdin()
-        if not isinstance(staged, dict) or not isinstance(staged.get("manifest"), dict):
+        staged = _manifest_line(inbox)
+        if staged is None:
             channel.send("fatal", detail="the staged suite's manifest never arrived")
             return 3
         settings["manifest"] = staged["manifest"]
-        guard_rewrite = guard_suite(settings, channel)
+        more = None if staged.get("more") is not True else (lambda: _manifest_line(inbox))
+        guard_rewrite = guard_suite(settings, channel, more=more)
     guard_rewrite(rewrite)
     channel.send("hello", pytest=pytest.__version__, pid=os.getpid())
     reporter = Reporter(channel, list(settings["pythonpath"]))

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import hashlib
 import os
 import random
 import re
@@ -239,6 +240,7 @@ def stage_hidden(
     *,
     workspace_modules: frozenset[str] | None = None,
     collection: Collection = _PYTEST_DEFAULTS,
+    announce: Callable[[dict[str, tuple[int, str]]], None] | None = None,
 ) -> HiddenSuite:
     """Copy the hidden tests to ``dst``, find their ids and plant the canary tests.
 
@@ -247,6 +249,12 @@ def stage_hidden(
     the standard library's or a test library's.  ``collection`` says which files,
     classes and functions are tests, and which its ``-m`` leaves out (the suite's own
     settings, :mod:`pytest_ldd._sandbox.suite_config`).
+
+    ``announce`` is told each staged file's final size and SHA-256 (hex), by its path
+    relative to ``dst`` with ``/``, as soon as it is final: first every file staging
+    leaves as copied, then each test file once its canaries and twins are in.  Every
+    byte it hashes was read before the first announcement, which is when a process
+    waiting for them may begin to run code of the workspace.
     """
     try:
         if src.is_dir():
@@ -281,14 +289,18 @@ def stage_hidden(
     # like a test a class inherits from a mixin in another file would replace it, and
     # the judge knows a canary pytest collected again elsewhere by its name alone.
     suite_words = _suite_words(dst)
+    sources = {path: path.read_bytes() for path in files}
+    if announce is not None:
+        announce(_hashes(dst, skip=set(files)))
     for path in files:
         rel = path.relative_to(dst).as_posix()
-        source = path.read_bytes()
+        source = sources.pop(path)
         try:
             tree = parse(source, filename=str(path))
         except (SyntaxError, ValueError, RecursionError):
             # Left as written, for pytest to decide, as under plain pytest: a conftest.py
             # may ignore it (syntax of a newer Python), else it is a collection error.
+            _announce_one(announce, rel, source)
             continue
         names = _collectable(tree, collection)
         if collection.markexpr is not None:
@@ -298,6 +310,7 @@ def stage_hidden(
             names = [n for n in names if collection.selects(marks.get(n, frozenset()))]
         expected.extend(f"{rel}::{name}" for name in names)
         if _opts_out(tree.body):
+            _announce_one(announce, rel, source)
             continue
         # The canaries first: the twins' lines are those of the file as written.
         source, fail_name, pass_name, parsed = _planted_canaries(
@@ -319,11 +332,13 @@ def stage_hidden(
             if twin.original[0]:
                 sites[twin_id] = twin.original
         path.write_bytes(source)
+        _announce_one(announce, rel, source)
     if not must_fail:
         # Every hidden file opts out of collection: the canaries get a file of their own.
         path = dst / f"test_{rng.choice(_FALLBACK_WORDS)}_{rng.randrange(10, 99)}.py"
         planted, fail_name, pass_name = plant_canaries(b"", parse(b""), [], rng)
         path.write_bytes(planted)
+        _announce_one(announce, path.name, planted)
         files.append(path)
         must_fail.add(f"{path.name}::{fail_name}")
         must_pass.add(f"{path.name}::{pass_name}")
@@ -338,6 +353,29 @@ def stage_hidden(
         lines,
         sites,
     )
+
+
+def _hashes(root: Path, *, skip: set[Path]) -> dict[str, tuple[int, str]]:
+    """Size and SHA-256 (hex) of every regular file under ``root`` but ``skip``."""
+    found: dict[str, tuple[int, str]] = {}
+    for dirpath, _dirnames, filenames in os.walk(root):
+        for name in filenames:
+            path = Path(dirpath, name)
+            if path in skip or not stat.S_ISREG(path.lstat().st_mode):
+                continue
+            data = path.read_bytes()
+            found[path.relative_to(root).as_posix()] = (
+                len(data),
+                hashlib.sha256(data).hexdigest(),
+            )
+    return found
+
+
+def _announce_one(
+    announce: Callable[[dict[str, tuple[int, str]]], None] | None, rel: str, data: bytes
+) -> None:
+    if announce is not None:
+        announce({rel: (len(data), hashlib.sha256(data).hexdigest())})
 
 
 def _with_twins(

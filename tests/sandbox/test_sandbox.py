@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -1167,3 +1168,66 @@ def test_removal_stops_at_its_time_limit_and_names_what_is_left(
     monkeypatch.setattr(leftovers, "REMOVAL_LIMIT_S", 60.0)
     assert leftovers.remove_tree(root) == []
     assert not root.exists()
+
+
+# -- staged while the child starts --------------------------------------------------------
+
+
+def _announcing(
+    monkeypatch: pytest.MonkeyPatch, after_first: Any
+) -> list[dict[str, tuple[int, str]]]:
+    """Record what staging announces; call ``after_first(dst)`` once it announced once."""
+    seen: list[dict[str, tuple[int, str]]] = []
+    real = sandbox_module.stage_hidden
+
+    def stage(src: Path, dst: Path, rng: random.Random, **kwargs: Any) -> Any:
+        announce = kwargs.pop("announce")
+        assert announce is not None  # a cold in-process run streams what it stages
+
+        def relayed(entries: dict[str, tuple[int, str]]) -> None:
+            seen.append(dict(entries))
+            announce(entries)
+            if len(seen) == 1:
+                after_first(dst)
+
+        return real(src, dst, rng, announce=relayed, **kwargs)
+
+    monkeypatch.setattr(sandbox_module, "stage_hidden", stage)
+    return seen
+
+
+def test_a_cold_run_announces_each_staged_file_once_and_its_final_bytes(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (task.hidden / "data.txt").write_text("6\n")
+    (task.hidden / "conftest.py").write_text("")
+    seen = _announcing(monkeypatch, lambda dst: None)
+    verdict = run_hidden_tests(task.good, task.hidden)
+    assert verdict.passed, verdict.reason
+    announced = [rel for entries in seen for rel in entries]
+    assert sorted(announced) == ["conftest.py", "data.txt", "test_calc.py"]
+    # The files staging leaves as copied come first, at once; the test file once planted.
+    assert sorted(seen[0]) == ["conftest.py", "data.txt"]
+    planted = seen[1]["test_calc.py"]
+    assert planted[0] > len(HIDDEN.encode())  # its canaries and twins are in
+
+
+@pytest.mark.parametrize("change", ["rewritten", "added"])
+def test_a_staged_file_changed_after_its_announcement_is_tampering(
+    task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, change: str
+) -> None:
+    # What code of the workspace could do where the kernel does not confine it: the
+    # child imports the first files while the others are staged.
+    (task.hidden / "data.txt").write_text("6\n")
+
+    def meddle(dst: Path) -> None:
+        if change == "rewritten":
+            (dst / "data.txt").write_text("7\n")
+        else:
+            (dst / "helpers.py").write_text("ANSWER = 42\n")
+
+    _announcing(monkeypatch, meddle)
+    verdict = run_hidden_tests(task.good, task.hidden, confinement="none")
+    assert verdict.tampered, verdict.reason
+    name = "data.txt" if change == "rewritten" else "helpers.py"
+    assert f"{name} (changed while the rest of the suite was staged)" in verdict.reason

@@ -211,7 +211,7 @@ def test_the_second_line_is_made_while_the_child_runs_and_follows_the_first(
     marker = tmp_path / "started"
     seen: list[int] = []
 
-    def then() -> dict[str, Any]:
+    def then(send: Any) -> dict[str, Any]:
         seen.append(_started(marker))  # the child has its first line before this returns
         return {"b": 2}
 
@@ -225,6 +225,59 @@ def test_the_second_line_is_made_while_the_child_runs_and_follows_the_first(
     assert len(seen) == 1
 
 
+_LINES = """
+import json, os, sys, time
+lines = [sys.stdin.buffer.readline()]
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+deadline = time.monotonic() + 10
+while not os.path.exists(sys.argv[1] + ".go") and time.monotonic() < deadline:
+    time.sleep(0.01)
+open(sys.argv[1] + ".reading", "w").close()
+while True:
+    lines.append(sys.stdin.buffer.readline())
+    if not lines[-1] or json.loads(lines[-1]).get("last"):
+        break
+print("LINES", json.dumps([line.decode().strip() for line in lines]))
+"""
+
+
+def test_lines_sent_while_the_child_runs_reach_it_in_order_however_many_the_pipe_holds(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "started"
+    # Far more than a pipe holds (64 KiB here): what it cannot take waits in memory,
+    # since a child busy elsewhere may not read for a while.
+    padding = "x" * 1000
+
+    def then(send: Any) -> dict[str, Any]:
+        _started(marker)
+        for number in range(300):
+            send({"n": number, "pad": padding})
+        # Sent without waiting for the child, which reads only once told to.
+        assert not Path(f"{marker}.reading").exists()
+        Path(f"{marker}.go").touch()
+        return {"last": True}
+
+    run = run_child(
+        [sys.executable, "-c", _LINES, str(marker)],
+        cwd=tmp_path,
+        env={"PATH": os.environ.get("PATH", "")},
+        settings={"a": 1},
+        timeout=60,
+        output_bytes=1 << 24,
+        tail_bytes=1 << 22,
+        then=then,
+    )
+    assert run.returncode == 0, run.output_tail[-2000:]
+    printed = next(line for line in run.output_tail.splitlines() if line.startswith("LINES "))
+    lines = [json.loads(line) for line in json.loads(printed.split(" ", 1)[1])]
+    assert lines[0]["a"] == 1
+    assert [line["n"] for line in lines[1:-1]] == list(range(300))
+    assert lines[-1] == {"last": True}
+
+
 def test_what_the_second_line_raises_ends_the_child_and_reaches_the_caller(
     tmp_path: Path,
 ) -> None:
@@ -232,8 +285,9 @@ def test_what_the_second_line_raises_ends_the_child_and_reaches_the_caller(
     pids: list[int] = []
     fds_before = set(os.listdir("/proc/self/fd"))
 
-    def then() -> dict[str, Any]:
+    def then(send: Any) -> dict[str, Any]:
         pids.append(_started(marker))
+        send({"manifest": {}, "more": True})
         raise SandboxError("hidden test file 'test_b.py' does not parse")
 
     with pytest.raises(SandboxError, match="does not parse"):
