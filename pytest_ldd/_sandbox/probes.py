@@ -1303,6 +1303,33 @@ class _Rewriter:
         return self._call("arith", symbol, node.left, node.right, node)
 
 
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def preorder(node: ast.AST) -> list[ast.AST]:
+    """The nodes of a syntax tree in depth-first preorder, as pytest's ``traverse_node``
+    yields them, at about a third of its cost."""
+    nodes: list[ast.AST] = []
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        nodes.append(current)
+        kind = type(current)
+        fields = _CHILD_FIELDS.get(kind)
+        if fields is None:
+            fields = _CHILD_FIELDS[kind] = kind._fields
+        children: list[ast.AST] = []
+        for name in fields:
+            value = getattr(current, name, None)
+            if type(value) is list:
+                children += [item for item in value if isinstance(item, ast.AST)]
+            elif isinstance(value, ast.AST):
+                children.append(value)
+        children.reverse()
+        stack += children
+    return nodes
+
+
 def _explains_a_failure(node: ast.If) -> bool:
     """Whether ``node`` is the branch pytest's rewriting gives a failed assertion.
 
@@ -1417,6 +1444,10 @@ def guard_comparisons(
         mod.body.insert(position, ast.Import([alias], **at))
 
     rewrite.rewrite_asserts = rewrite_asserts
+    if callable(getattr(rewrite, "traverse_node", None)):
+        # pytest fixes the positions of each rewritten assertion's statements by a walk
+        # of two generators per node: the same nodes in the same order, as a list.
+        rewrite.traverse_node = preorder  # type: ignore[assignment]
     import unittest
 
     case = unittest.TestCase

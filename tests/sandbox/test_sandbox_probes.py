@@ -1245,3 +1245,28 @@ def test_identity_checks_are_watched_only_when_asked_and_never_against_a_literal
     got = (scope["same"], scope["other"], scope["none"], scope["not_b"])
     assert got == (True, False, False, True)
     assert told == ([(a, b)] if identity else [])
+
+
+@pytest.mark.parametrize("suite", ["attrs", "cachetools", "pluggy"])
+def test_pytests_rewrite_with_the_fast_preorder_makes_the_very_same_module(
+    suite: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from _pytest.assertion import rewrite
+
+    hidden = Path(__file__).parents[1] / "data" / "suites" / suite / "hidden"
+    files = sorted(hidden.rglob("test_*.py"))
+    assert len(files) > 3
+
+    def rewritten(path: Path) -> str:
+        source = path.read_bytes()
+        tree = ast.parse(source)
+        rewrite.rewrite_asserts(tree, source, str(path), None)
+        return ast.dump(tree, include_attributes=True)
+
+    traverse_node = rewrite.traverse_node
+    for path in files:
+        tree = ast.parse(path.read_bytes())
+        assert [id(n) for n in probes.preorder(tree)] == [id(n) for n in traverse_node(tree)]
+    plain = [rewritten(path) for path in files]
+    monkeypatch.setattr(rewrite, "traverse_node", probes.preorder)
+    assert [rewritten(path) for path in files] == plain
