@@ -1237,20 +1237,37 @@ def _size(node: ast.AST) -> float:
     return 0.0
 
 
-def _heavy(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+_Def = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _heavy(
+    function: _Def,
+    module_defs: Mapping[str, _Def] | None = None,
+    methods: Mapping[str, _Def] | None = None,
+    _seen: set[int] | None = None,
+) -> bool:
     """Whether a test looks slow: sizes of a thousand or more, threads, or sleeps.
 
     A twin runs its test whole once more, so twinning a test that runs for seconds
     costs seconds; such a test keeps the template canaries and the probes.  What
     counts is a number of at least :data:`HEAVY_SIZE` given to a call (``range(10**5)``),
     looped over or assigned (``n = 1_500``) -- never one compared with -- and a call
-    of ``sleep``, ``Thread`` or ``Process``.
+    of ``sleep``, ``Thread`` or ``Process``, in the test or in a helper of the file it
+    calls: a module-level function by its name, a method of its class through
+    ``self.`` or ``cls.`` (exceptiongroup's ``self.make_deep_eg()`` nests 150,000
+    groups).
     """
+    seen = _seen if _seen is not None else {id(function)}
     for node in walk(function):
         if isinstance(node, ast.Call):
             name = _called_name(node.func) or ""
             if name in _SLOW_CALLS:
                 return True
+            helper = _helper_called(node.func, module_defs or {}, methods or {})
+            if helper is not None and id(helper) not in seen:
+                seen.add(id(helper))
+                if _heavy(helper, module_defs, methods, seen):
+                    return True
             if name in _APPROX | _ISCLOSE or name.startswith("assert"):
                 continue  # expected values, not work: ``approx(1e6)``, ``assertEqual(x, 10**6)``
             values = [*node.args, *(k.value for k in node.keywords)]
@@ -1263,6 +1280,21 @@ def _heavy(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         if any(_size(value) >= HEAVY_SIZE for value in values):
             return True
     return False
+
+
+def _helper_called(
+    func: ast.expr, module_defs: Mapping[str, _Def], methods: Mapping[str, _Def]
+) -> _Def | None:
+    """The file's own function a call runs: ``name(...)`` or ``self.name(...)``."""
+    if isinstance(func, ast.Name):
+        return module_defs.get(func.id)
+    if (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in ("self", "cls")
+    ):
+        return methods.get(func.attr)
+    return None
 
 
 def _anchors(body: Sequence[ast.stmt]) -> list[int]:
@@ -1316,6 +1348,15 @@ def plant_twins(
         )
     }
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    module_defs = {
+        n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+    }
+    class_defs = {
+        name: {
+            n.name: n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+        }
+        for name, node in classes.items()
+    }
 
     words = sorted(
         {part.lower() for t in tests for part in t.split("::")[-1].split("_") if part.isalpha()}
@@ -1347,7 +1388,7 @@ def plant_twins(
                 _called_name(d.func if isinstance(d, ast.Call) else d)
                 for d in original.decorator_list
             }
-            or _heavy(original)
+            or _heavy(original, module_defs, class_defs.get(owner[0], {}) if owner else {})
             or _shares_state(original, module)
         ):
             continue

@@ -1010,3 +1010,70 @@ def test_a_suite_whose_parametrize_takes_from_a_generator_passes_for_honest_code
     assert not wrong.passed, wrong.reason
     assert not wrong.inconclusive, wrong.reason
     assert wrong.outcomes["test_fields.py::test_field[field1]"] == "failed"
+
+
+SLOW_HELPERS = """from calc import build, mul
+
+
+def big_input():
+    return [mul(i, 2) for i in range(150_000)]
+
+
+def small_input():
+    return [mul(i, 2) for i in range(3)]
+
+
+def test_slow_by_module_helper():
+    assert len(big_input()) == 150000
+
+
+def test_light_by_module_helper():
+    assert small_input() == [0, 2, 4]
+
+
+def test_slow_directly():
+    assert sum(mul(i, 1) for i in range(5000)) == 12497500
+
+
+class TestDeep:
+    def make_deep(self):
+        e = build(1)
+        for _ in range(150_000):
+            e = build(e)
+        return e
+
+    def make_shallow(self):
+        return self.make_deep if False else build(3)  # named, never called: not slow
+
+    def test_slow_by_method(self):
+        assert self.make_deep() == 150001
+
+    def test_slow_by_method_of_method(self):
+        assert self.deeper() == 150001
+
+    def deeper(self):
+        return self.make_deep()
+
+    def test_light_by_method(self):
+        assert self.make_shallow() == 3
+"""
+
+
+def test_a_test_that_calls_a_slow_helper_of_its_file_gets_no_twin() -> None:
+    # A twin runs its test whole once more: exceptiongroup's make_deep_eg() nests
+    # 150,000 exception groups, a quarter of a second per run.
+    tree = ast.parse(SLOW_HELPERS)
+    names = iter(f"test_drawn_{i}" for i in range(1000))
+    tests = [
+        "test_slow_by_module_helper",
+        "test_light_by_module_helper",
+        "test_slow_directly",
+        "TestDeep::test_slow_by_method",
+        "TestDeep::test_slow_by_method_of_method",
+        "TestDeep::test_light_by_method",
+    ]
+    _, planted = plant_twins(SLOW_HELPERS.encode(), tree, tests, names.__next__, random.Random(3))
+    assert sorted(twin.of for twin in planted) == [
+        "TestDeep::test_light_by_method",
+        "test_light_by_module_helper",
+    ]
