@@ -1224,7 +1224,19 @@ def _twin_of(
 
 
 def _size(node: ast.AST) -> float:
-    """The value of a number literal or a power or product of them (``10**5``), else 0."""
+    """The value of a number literal or a power or product of them (``10**5``), else 0.
+
+    ``sys.getrecursionlimit()`` counts as its value here (1,000 unless changed): tests
+    use it to build structures too deep to recurse through (cachetools' regression
+    test of a cache's copy fills a thousand keys with up to a thousand uses each).
+    """
+    if (
+        isinstance(node, ast.Call)
+        and _called_name(node.func) == "getrecursionlimit"
+        and not node.args
+        and not node.keywords
+    ):
+        return float(sys.getrecursionlimit())
     value = _literal_value(node) if isinstance(node, ast.expr) else ...
     try:
         if isinstance(value, (int, float)):

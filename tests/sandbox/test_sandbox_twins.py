@@ -1035,6 +1035,13 @@ def test_slow_directly():
     assert sum(mul(i, 1) for i in range(5000)) == 12497500
 
 
+def test_slow_by_recursion_limit():
+    import sys
+
+    n = sys.getrecursionlimit()
+    assert len(small_input() * n) == 3000
+
+
 class TestDeep:
     def make_deep(self):
         e = build(1)
@@ -1068,6 +1075,7 @@ def test_a_test_that_calls_a_slow_helper_of_its_file_gets_no_twin() -> None:
         "test_slow_by_module_helper",
         "test_light_by_module_helper",
         "test_slow_directly",
+        "test_slow_by_recursion_limit",
         "TestDeep::test_slow_by_method",
         "TestDeep::test_slow_by_method_of_method",
         "TestDeep::test_light_by_method",
