@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import enum
 import fractions
+import marshal
 import math
 import random
 import string
@@ -1247,8 +1248,8 @@ def test_identity_checks_are_watched_only_when_asked_and_never_against_a_literal
     assert told == ([(a, b)] if identity else [])
 
 
-@pytest.mark.parametrize("suite", ["attrs", "cachetools", "pluggy"])
-def test_pytests_rewrite_with_the_fast_preorder_makes_the_very_same_module(
+@pytest.mark.parametrize("suite", ["attrs", "cachetools", "pluggy", "semver"])
+def test_pytests_rewrite_with_positions_filled_in_one_pass_makes_the_very_same_module(
     suite: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from _pytest.assertion import rewrite
@@ -1257,16 +1258,22 @@ def test_pytests_rewrite_with_the_fast_preorder_makes_the_very_same_module(
     files = sorted(hidden.rglob("test_*.py"))
     assert len(files) > 3
 
-    def rewritten(path: Path) -> str:
+    def rewritten(path: Path) -> tuple[str, bytes]:
         source = path.read_bytes()
         tree = ast.parse(source)
         rewrite.rewrite_asserts(tree, source, str(path), None)
-        return ast.dump(tree, include_attributes=True)
+        code = compile(tree, str(path), "exec")
+        return ast.dump(tree, include_attributes=True), marshal.dumps(code)
 
-    traverse_node = rewrite.traverse_node
-    for path in files:
-        tree = ast.parse(path.read_bytes())
-        assert [id(n) for n in probes.preorder(tree)] == [id(n) for n in traverse_node(tree)]
     plain = [rewritten(path) for path in files]
-    monkeypatch.setattr(rewrite, "traverse_node", probes.preorder)
+    walk = rewrite.traverse_node
+    monkeypatch.setattr(
+        rewrite.AssertionRewriter, "visit_Assert", rewrite.AssertionRewriter.visit_Assert
+    )
+    probes.fill_positions_fast(rewrite)
+    fast = rewrite.AssertionRewriter.visit_Assert
+    assert getattr(fast, "_ldd_fast", False)
+    probes.fill_positions_fast(rewrite)  # a second call wraps nothing more
+    assert rewrite.AssertionRewriter.visit_Assert is fast
     assert [rewritten(path) for path in files] == plain
+    assert rewrite.traverse_node is walk  # pytest's own walk is back after each assertion
