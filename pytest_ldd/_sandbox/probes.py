@@ -1305,6 +1305,8 @@ class _Rewriter:
 
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
+# Per node type: its fields, and which of the positions it has.
+_KINDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
 
 
 def fill_positions_fast(rewrite: Any) -> None:
@@ -1344,33 +1346,37 @@ def fill_positions(node: ast.AST, source: ast.AST) -> None:
     """``ast.copy_location(n, source)`` for every node ``n`` under ``node`` (itself too)
     whose line number is missing, as pytest's rewriter does for an assertion's
     statements."""
-    copied = [
-        (name, getattr(source, name, None))
+    copied = {
+        name: getattr(source, name, None)
         for name in _POSITIONS
         if name in source._attributes
         and (
             getattr(source, name, None) is not None
             or (hasattr(source, name) and name[:4] == "end_")
         )
-    ]
+    }
     stack = [node]
+    pop, push = stack.pop, stack.append
     while stack:
-        current = stack.pop()
+        current = pop()
         kind = type(current)
-        fields = _CHILD_FIELDS.get(kind)
-        if fields is None:
-            fields = _CHILD_FIELDS[kind] = kind._fields
-        if getattr(current, "lineno", None) is None:
-            attributes = kind._attributes
-            for name, value in copied:
-                if name in attributes:
-                    setattr(current, name, value)
+        known = _KINDS.get(kind)
+        if known is None:
+            positions = tuple(name for name in _POSITIONS if name in kind._attributes)
+            known = _KINDS[kind] = (kind._fields, positions)
+        fields, positions = known
+        if positions and getattr(current, "lineno", None) is None:
+            for name in positions:
+                if name in copied:
+                    setattr(current, name, copied[name])
         for name in fields:
             value = getattr(current, name, None)
             if type(value) is list:
-                stack += [item for item in value if isinstance(item, ast.AST)]
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        push(item)
             elif isinstance(value, ast.AST):
-                stack.append(value)
+                push(value)
 
 
 def _explains_a_failure(node: ast.If) -> bool:
