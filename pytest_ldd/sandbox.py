@@ -49,6 +49,7 @@ from pytest_ldd._sandbox.isolation import (
 from pytest_ldd._sandbox.judge import judge
 from pytest_ldd._sandbox.leftovers import Snapshot, compare, remove_tree, snapshot
 from pytest_ldd._sandbox.limits import Limits
+from pytest_ldd._sandbox.precompiled import copy_module
 from pytest_ldd._sandbox.process import ChildRun, run_child
 from pytest_ldd._sandbox.staging import (
     HiddenSuite,
@@ -528,7 +529,7 @@ def _lay_out(root: Path, copy: Path, hidden: Path, options: _Options) -> _Layout
     runner_dir = root / "runner"
     runner_dir.mkdir()
     for name in _RUNNER_FILES:
-        (runner_dir / name).write_bytes((_SANDBOX_DIR / name).read_bytes())
+        copy_module(_SANDBOX_DIR / name, runner_dir / name)
     # Our configuration file: given with -c, it makes pytest ignore every pytest.ini,
     # pytest.toml, pyproject.toml, tox.ini and setup.cfg of the workspace, addopts
     # included.  The hidden suite's own settings that decide outcomes (filterwarnings,

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_ldd._sandbox.boot import BOOTSTRAP
+from pytest_ldd._sandbox.precompiled import copy_module
 from pytest_ldd.errors import SandboxError
 
 __all__ = [
@@ -73,7 +74,7 @@ def stage_judge(
     ``confine`` is the confinement policy the subject applies to itself.
     """
     for name in JUDGE_FILES:
-        (runner_dir / name).write_bytes((_HERE / name).read_bytes())
+        copy_module(_HERE / name, runner_dir / name)
     if not sys.executable:
         msg = "isolation='process' needs this interpreter's executable for the judge process"
         raise SandboxError(msg)

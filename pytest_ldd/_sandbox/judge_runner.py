@@ -162,7 +162,7 @@ def main() -> int:
     runner = _WARM.get("_ldd_runner") or _load("_ldd_runner", _HERE / "runner.py")
     for name in _JUDGE_MODULES:
         if f"_ldd_{name}" not in _WARM:
-            _load(f"_ldd_{name}", _HERE / f"{name}.py")
+            runner.load_file(f"_ldd_{name}", _HERE / f"{name}.py")
     proxies = sys.modules["_ldd_proxies"]
     boot = sys.modules["_ldd_boot"]
     runner._apply_limits(settings["limits"])

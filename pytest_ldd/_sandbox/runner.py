@@ -40,6 +40,7 @@ import hmac
 import importlib.machinery
 import importlib.util
 import json
+import marshal
 import math
 import os
 import sys
@@ -350,15 +351,47 @@ def _scrub_environment(pythonpath: Sequence[str] = ()) -> None:
 
 def load_sibling(name: str) -> types.ModuleType:
     """A module staged beside this file (``runner/``), loaded by its path as ``_ldd_<name>``."""
-    path = os.path.join(_HERE, f"{name}.py")
-    spec = importlib.util.spec_from_file_location(f"_ldd_{name}", path)
+    return load_file(f"_ldd_{name}", os.path.join(_HERE, f"{name}.py"))
+
+
+def load_file(module_name: str, path: str | os.PathLike[str]) -> types.ModuleType:
+    """A module of the sandbox's, staged at ``path``, loaded as ``module_name``.
+
+    Its code compiled by the sandbox (``<name>.code`` beside it, see ``precompiled.py``)
+    is run where this interpreter can load it; the source is compiled otherwise.
+    """
+    path = os.fspath(path)
+    spec = importlib.util.spec_from_file_location(module_name, path)
     if spec is None or spec.loader is None:  # pragma: no cover - a file we staged
         msg = f"cannot load the sandbox's {path!r}"
         raise ImportError(msg)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
+    code = _precompiled(path)
+    if code is None:
+        spec.loader.exec_module(module)
+    else:
+        exec(code, vars(module))  # the sandbox's own module, compiled by the sandbox
     return module
+
+
+def _precompiled(path: str) -> types.CodeType | None:
+    """The code the sandbox compiled for the module at ``path``; None: compile its source."""
+    try:
+        with open(path[: -len(".py")] + ".code", "rb") as file:
+            data = file.read()
+    except OSError:
+        return None
+    magic = importlib.util.MAGIC_NUMBER.hex()
+    expected = f"{sys.implementation.cache_tag}:{magic}:{sys.flags.optimize}".encode()
+    first, _, blob = data.partition(b"\n")
+    if first != expected:
+        return None
+    try:
+        code = marshal.loads(blob)
+    except (EOFError, ValueError, TypeError):
+        return None
+    return code if isinstance(code, types.CodeType) else None
 
 
 def _manifest_line(inbox: Any) -> dict[str, Any] | None:

@@ -17,6 +17,9 @@ from typing import Any
 import pytest
 from sandbox_support import write_tree
 
+from pytest_ldd import sandbox as sandbox_module
+from pytest_ldd._sandbox import precompiled
+from pytest_ldd._sandbox import runner as runner_module
 from pytest_ldd._sandbox.process import run_child
 from pytest_ldd.errors import SandboxError
 
@@ -295,3 +298,111 @@ def test_what_the_second_line_raises_ends_the_child_and_reaches_the_caller(
     with pytest.raises(ProcessLookupError):  # killed and reaped: not even a zombie
         os.kill(pids[0], 0)
     assert set(os.listdir("/proc/self/fd")) <= fds_before
+
+
+# -- the sandbox's own modules, compiled once -------------------------------------------
+
+SIBLING = """def where():
+    return (lambda: __file__)()
+
+
+class Kept:
+    def name(self):
+        return "compiled from the source"
+"""
+
+
+def _load_in_child(path: Path) -> dict[str, Any]:
+    """Load ``path`` with the runner's loader in a fresh interpreter; what it reports."""
+    program = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(Path(runner_module.__file__).parent)!r})\n"
+        "import runner\n"
+        "module = runner.load_file('_ldd_sibling', sys.argv[1])\n"
+        "code = module.Kept.name.__code__\n"
+        "print(json.dumps({'name': module.Kept().name(), 'file': code.co_filename,"
+        " 'where': module.where()}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", program, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_a_copied_module_runs_the_code_compiled_for_its_copy(tmp_path: Path) -> None:
+    source = _written(tmp_path / "src" / "sibling.py", SIBLING)
+    copy = tmp_path / "runner" / "sibling.py"
+    copy.parent.mkdir()
+    precompiled.copy_module(source, copy)
+    assert copy.read_bytes() == source.read_bytes()
+    assert _load_in_child(copy)["name"] == "compiled from the source"
+    # The code beside the copy is what runs, not its source: compiled from another
+    # text, that text's answer shows.
+    precompiled.copy_module(
+        _written(tmp_path / "other" / "sibling.py", SIBLING.replace("source", "code")), copy
+    )
+    copy.write_text(SIBLING)
+    seen = _load_in_child(copy)
+    assert seen["name"] == "compiled from the code"
+    # Named after the copy, nested code too: tracebacks, and the runner's test of
+    # whether a frame is its own, read it.
+    assert seen["file"] == str(copy)
+    assert seen["where"] == str(copy)
+
+
+@pytest.mark.parametrize("damage", ["tag", "optimize", "blob", "missing"])
+def test_code_another_interpreter_compiled_or_damaged_code_is_never_run(
+    tmp_path: Path, damage: str
+) -> None:
+    copy = tmp_path / "runner" / "sibling.py"
+    copy.parent.mkdir()
+    precompiled.copy_module(
+        _written(tmp_path / "other" / "sibling.py", SIBLING.replace("source", "code")), copy
+    )
+    copy.write_text(SIBLING)
+    code_file = copy.with_suffix(".code")
+    first, _, blob = code_file.read_bytes().partition(b"\n")
+    if damage == "tag":
+        code_file.write_bytes(first.replace(b"cpython", b"pypy") + b"\n" + blob)
+    elif damage == "optimize":
+        code_file.write_bytes(first[:-1] + b"2\n" + blob)
+    elif damage == "blob":
+        code_file.write_bytes(first + b"\n" + blob[: len(blob) // 2])
+    else:
+        code_file.unlink()
+    assert _load_in_child(copy)["name"] == "compiled from the source"
+
+
+def _written(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+_TEST_MUL = "from calc import mul\n\n\ndef test_mul():\n    assert mul(6, 7) == 42\n"
+
+
+def test_a_cold_run_stages_its_modules_with_their_code(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = write_tree(tmp_path / "ws", {"calc.py": "def mul(a, b):\n    return a * b\n"})
+    hidden = write_tree(
+        tmp_path / "hidden",
+        {"test_calc.py": _TEST_MUL},
+    )
+    staged: list[str] = []
+    real = precompiled.copy_module
+
+    def recording(source: Path, destination: Path) -> None:
+        real(source, destination)
+        staged.extend(p.name for p in destination.parent.iterdir())
+
+    monkeypatch.setattr(sandbox_module, "copy_module", recording)
+    verdict = sandbox_module.run_hidden_tests(workspace, hidden)
+    assert verdict.passed, verdict.reason
+    for name in ("runner", "confinement", "integrity", "probes"):
+        assert f"{name}.code" in staged
