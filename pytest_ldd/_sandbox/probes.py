@@ -1303,10 +1303,10 @@ class _Rewriter:
         return self._call("arith", symbol, node.left, node.right, node)
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _POSITIONS = ("lineno", "col_offset", "end_lineno", "end_col_offset")
-# Per node type: its fields, and which of the positions it has.
-_KINDS: dict[type, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+# Per node type: its fields (what may hold nodes), and which of the positions it has.
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_POSITIONS_OF: dict[type, tuple[str, ...]] = {}
 
 
 def fill_positions_fast(rewrite: Any) -> None:
@@ -1355,28 +1355,59 @@ def fill_positions(node: ast.AST, source: ast.AST) -> None:
             or (hasattr(source, name) and name[:4] == "end_")
         )
     }
-    stack = [node]
-    pop, push = stack.pop, stack.append
-    while stack:
-        current = pop()
+    for current in walk(node):
         kind = type(current)
-        known = _KINDS.get(kind)
-        if known is None:
-            positions = tuple(name for name in _POSITIONS if name in kind._attributes)
-            known = _KINDS[kind] = (kind._fields, positions)
-        fields, positions = known
+        positions = _POSITIONS_OF.get(kind)
+        if positions is None:
+            positions = _POSITIONS_OF[kind] = tuple(
+                name for name in _POSITIONS if name in kind._attributes
+            )
         if positions and getattr(current, "lineno", None) is None:
             for name in positions:
                 if name in copied:
                     setattr(current, name, copied[name])
+
+
+def walk(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.walk(node))``, in the same order, at about two and a half times its speed.
+
+    Staging walks each hidden file a dozen times over (its names, bindings, sizes and
+    sites, in ``twins.py``), and ``ast.walk``'s two generators per node were a third of
+    it; pytest's rewriter walks every statement it makes (:func:`fill_positions`).
+    """
+    nodes = [node]
+    append = nodes.append
+    fields_of = _CHILD_FIELDS
+    for current in nodes:  # a list grows under its own iteration: breadth first
+        kind = type(current)
+        fields = fields_of.get(kind)
+        if fields is None:
+            fields = fields_of[kind] = kind._fields
         for name in fields:
             value = getattr(current, name, None)
             if type(value) is list:
                 for item in value:
                     if isinstance(item, ast.AST):
-                        push(item)
+                        append(item)
             elif isinstance(value, ast.AST):
-                push(value)
+                append(value)
+    return nodes
+
+
+def child_nodes(node: ast.AST) -> list[ast.AST]:
+    """``list(ast.iter_child_nodes(node))``, as :func:`walk` finds them."""
+    kind = type(node)
+    fields = _CHILD_FIELDS.get(kind)
+    if fields is None:
+        fields = _CHILD_FIELDS[kind] = kind._fields
+    children: list[ast.AST] = []
+    for name in fields:
+        value = getattr(node, name, None)
+        if type(value) is list:
+            children += [item for item in value if isinstance(item, ast.AST)]
+        elif isinstance(value, ast.AST):
+            children.append(value)
+    return children
 
 
 def _explains_a_failure(node: ast.If) -> bool:

@@ -16,7 +16,7 @@ from sandbox_support import write_tree
 from staged_runs import run_staged, twin_report
 
 import pytest_ldd.sandbox
-from pytest_ldd._sandbox import twins
+from pytest_ldd._sandbox import probes, twins
 from pytest_ldd._sandbox.staging import _FALLBACK_WORDS, HiddenSuite, stage_hidden
 from pytest_ldd._sandbox.twins import _copied, plant_twins
 from pytest_ldd.sandbox import run_hidden_tests
@@ -805,9 +805,9 @@ def test_the_fast_walk_meets_the_nodes_ast_walk_meets_in_its_order(suite: str) -
     assert len(files) > 3
     for path in files:
         tree = ast.parse(path.read_bytes())
-        assert [id(n) for n in twins.walk(tree)] == [id(n) for n in ast.walk(tree)], path
-        for node in twins.walk(tree)[::7]:
-            assert twins._children(node) == list(ast.iter_child_nodes(node)), ast.dump(node)
+        assert [id(n) for n in probes.walk(tree)] == [id(n) for n in ast.walk(tree)], path
+        for node in probes.walk(tree)[::7]:
+            assert probes.child_nodes(node) == list(ast.iter_child_nodes(node)), ast.dump(node)
 
 
 # A test reading state that advances from run to run (pydash's unique_id): the twin,
