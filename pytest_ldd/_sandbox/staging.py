@@ -355,6 +355,9 @@ def stage_hidden(
     )
 
 
+_HASH_CHUNK = 1 << 20
+
+
 def _hashes(root: Path, *, skip: set[Path]) -> dict[str, tuple[int, str]]:
     """Size and SHA-256 (hex) of every regular file under ``root`` but ``skip``."""
     found: dict[str, tuple[int, str]] = {}
@@ -363,11 +366,12 @@ def _hashes(root: Path, *, skip: set[Path]) -> dict[str, tuple[int, str]]:
             path = Path(dirpath, name)
             if path in skip or not stat.S_ISREG(path.lstat().st_mode):
                 continue
-            data = path.read_bytes()
-            found[path.relative_to(root).as_posix()] = (
-                len(data),
-                hashlib.sha256(data).hexdigest(),
-            )
+            digest, size = hashlib.sha256(), 0
+            with path.open("rb") as file:  # a chunk at a time: a suite's data may be large
+                while chunk := file.read(_HASH_CHUNK):
+                    digest.update(chunk)
+                    size += len(chunk)
+            found[path.relative_to(root).as_posix()] = (size, digest.hexdigest())
     return found
 
 

@@ -1199,15 +1199,17 @@ def _announcing(
 def test_a_cold_run_announces_each_staged_file_once_and_its_final_bytes(
     task: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    (task.hidden / "data.txt").write_text("6\n")
+    data = os.urandom(5 << 19)  # larger than a chunk of the hashing
+    (task.hidden / "data.bin").write_bytes(data)
     (task.hidden / "conftest.py").write_text("")
     seen = _announcing(monkeypatch, lambda dst: None)
     verdict = run_hidden_tests(task.good, task.hidden)
     assert verdict.passed, verdict.reason
     announced = [rel for entries in seen for rel in entries]
-    assert sorted(announced) == ["conftest.py", "data.txt", "test_calc.py"]
+    assert sorted(announced) == ["conftest.py", "data.bin", "test_calc.py"]
+    assert seen[0]["data.bin"] == (len(data), hashlib.sha256(data).hexdigest())
     # The files staging leaves as copied come first, at once; the test file once planted.
-    assert sorted(seen[0]) == ["conftest.py", "data.txt"]
+    assert sorted(seen[0]) == ["conftest.py", "data.bin"]
     planted = seen[1]["test_calc.py"]
     assert planted[0] > len(HIDDEN.encode())  # its canaries and twins are in
 
