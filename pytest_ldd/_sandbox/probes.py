@@ -718,30 +718,27 @@ def _plain_record(value: Any) -> bool:
 def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
     """The attribute values of an object of this process: its instance dictionary (the
     real one, not a property of its class), its slots and a dataclass's fields."""
-    held: list[Any] = []
-    namespace: Any = None
-    if _lookup(type(value), "_ldd_link") is not None:
+    cls = type(value)
+    known = _LAYOUTS.get(id(cls))
+    if known is None or known[0] is not cls:
+        known = (cls, *_layout(cls))
+        if len(_LAYOUTS) < 4096:
+            _LAYOUTS[id(cls)] = known
+    _, link, getter, slots = known
+    if link:
         # A stand-in of process isolation: its attributes live at its owner, and a
         # request for them all might not cross (nor should probing cost requests).
         return ()
-    slots = 0
-    for klass in _mro(type(value)):
-        members = _class_dict(klass)
-        getter: Any = members.get("__dict__")
-        if namespace is None and type(getter) in _DICT_GETTERS:
-            with contextlib.suppress(Exception):  # no instance dictionary after all
-                namespace = getter.__get__(value, type(value))
-        for name, member in list(members.items()):
-            # A slot (``__slots__``, attrs' slotted classes), read by its descriptor.
-            if type(member) is types.MemberDescriptorType and name not in _NOT_SLOTS:
-                slots += 1
-                if slots > _SLOTS_READ:
-                    break
-                with contextlib.suppress(Exception):  # a slot never set
-                    held.append(member.__get__(value, type(value)))
-    if type(namespace) is dict:
-        held.extend(dict.values(namespace))
-    fields = _lookup(type(value), "__dataclass_fields__")
+    held: list[Any] = []
+    for member in slots:
+        with contextlib.suppress(Exception):  # a slot never set
+            held.append(member.__get__(value, cls))
+    if getter is not None:
+        with contextlib.suppress(Exception):  # no instance dictionary after all
+            namespace = getter.__get__(value, cls)
+            if type(namespace) is dict:
+                held.extend(dict.values(namespace))
+    fields = _lookup(cls, "__dataclass_fields__")
     if type(fields) is dict:
         for name in list(fields)[:64]:
             if type(name) is str:
@@ -750,6 +747,29 @@ def _attributes(value: Any) -> tuple[Sequence[Any], ...]:
     return (tuple(held),)
 
 
+def _layout(cls: type) -> tuple[bool, Any, tuple[Any, ...]]:
+    """Where a class keeps its instances' attributes, read from its classes once: whether
+    it is a stand-in, the real ``__dict__`` getter, and its slots' descriptors."""
+    if _lookup(cls, "_ldd_link") is not None:
+        return True, None, ()
+    getter: Any = None
+    slots: list[Any] = []
+    for klass in _mro(cls):
+        members = _class_dict(klass)
+        candidate: Any = members.get("__dict__")
+        if getter is None and type(candidate) in _DICT_GETTERS:
+            getter = candidate
+        # A slot (``__slots__``, attrs' slotted classes), read by its descriptor.
+        slots += [
+            member
+            for name, member in list(members.items())
+            if type(member) is types.MemberDescriptorType and name not in _NOT_SLOTS
+        ]
+    return False, getter, tuple(slots[:_SLOTS_READ])
+
+
+# Per class: the class, whether it is a stand-in, its __dict__ getter, its slots.
+_LAYOUTS: dict[int, tuple[type, bool, Any, tuple[Any, ...]]] = {}
 _DICT_GETTERS = (types.GetSetDescriptorType, types.MemberDescriptorType)
 _NOT_SLOTS = frozenset({"__dict__", "__weakref__"})
 _SLOTS_READ = 64

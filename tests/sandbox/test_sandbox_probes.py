@@ -613,6 +613,29 @@ def test_a_lie_the_bounded_scan_misses_is_found_once_the_comparison_held(
     assert reported == []
 
 
+def test_a_slot_taken_off_its_class_after_a_first_look_is_still_read() -> None:
+    class Hiding:
+        """Keeps what it holds in a slot, whose descriptor it later takes off its class."""
+
+        __slots__ = ("held",)
+
+        def __init__(self, held: object) -> None:
+            slot.__set__(self, held)
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Hiding) and slot.__get__(self) == slot.__get__(other)
+
+        __hash__ = None  # type: ignore[assignment]
+
+    slot = Hiding.__dict__["held"]
+    comparisons, reported = _comparisons((Always, Hiding), 0)
+    assert comparisons.compare("==", Hiding([5, 2]), Hiding([5, 2]))  # the class is seen
+    del Hiding.held  # no longer on the class for whoever looks afterwards
+    with pytest.raises(ProbeError, match="Always claims =="):
+        comparisons.compare("==", Hiding([Always(), 2]), Hiding([5, 2]))
+    assert len(reported) == 1
+
+
 def test_an_object_honest_once_and_lying_after_is_caught() -> None:
     comparisons, reported = _comparisons((HonestFirst,), seed=1)
     result = HonestFirst()
