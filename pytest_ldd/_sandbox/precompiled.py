@@ -18,10 +18,11 @@ the snapshot the run is checked against afterwards, as the source's are.
 from __future__ import annotations
 
 import marshal
-import sys
 import threading
 import types
 from pathlib import Path
+
+from pytest_ldd._sandbox.boot import bytecode_tag
 
 __all__ = ["CODE_SUFFIX", "copy_module", "tag"]
 
@@ -33,12 +34,12 @@ _LOCK = threading.Lock()  # grade_many lays runs out on threads
 
 
 def tag() -> str:
-    """What an interpreter must say of itself to load code compiled here.
+    """What an interpreter must say of itself to load code compiled here: the subject's
+    bytecode tag (:func:`boot.bytecode_tag`) and the optimization level.
 
     ``runner.py`` computes the same string from its own interpreter.
     """
-    magic = sys.modules["_frozen_importlib_external"].MAGIC_NUMBER
-    return f"{sys.implementation.cache_tag}:{magic.hex()}:{_OPTIMIZE}"
+    return f"{bytecode_tag()}:{_OPTIMIZE}"
 
 
 def copy_module(source: Path, destination: Path) -> None:
